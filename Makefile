@@ -1,0 +1,42 @@
+# covmirror build, test and benchmark targets. `make ci` is what CI runs.
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 60s
+BENCHTIME   ?= 1x
+PKGS        ?= ./...
+
+.PHONY: build test test-integration bench fuzz lint ci clean
+
+build:
+	$(GO) build $(PKGS)
+
+# The test command: race detector on, and the "invariants" tag re-checking
+# every RangeSet's normalization after each mutation.
+test:
+	$(GO) test -race -tags invariants -timeout 30m $(PKGS)
+
+# Tests against external servers (PostgreSQL, an Iceberg REST catalog on
+# S3-compatible storage); none yet.
+test-integration:
+	@echo "test-integration: no integration tests yet"
+
+# Benchmarks print each measurement beside its baseline from the same run
+# (roaring64 for the range set) and the ratio between them.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+
+# Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
+fuzz:
+	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags invariants $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+ci: lint test test-integration
+
+clean:
+	$(GO) clean -testcache

@@ -1,0 +1,382 @@
+package coveragetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Harness tells the suite how to get stores of one backend.
+type Harness struct {
+	// Open returns a new, empty store. The suite closes it.
+	Open func(t *testing.T) coverage.Store
+
+	// Reopen, when set, closes s and opens the same storage again, so the
+	// suite can check that recorded coverage survives. Leave it nil for a
+	// backend without persistence.
+	Reopen func(t *testing.T, s coverage.Store) coverage.Store
+
+	// Seed fixes the randomized scenarios; zero derives one from the clock.
+	// The seed in use is logged either way.
+	Seed uint64
+
+	// InOrderRecords is how many single-batch records the in-order scenario
+	// makes; zero means 10,000. Backends with a costly Record lower it.
+	InOrderRecords int
+}
+
+// Run runs every scenario against the harness's backend.
+func Run(t *testing.T, h Harness) {
+	t.Run("GapScenario", func(t *testing.T) { testGapScenario(t, h) })
+	t.Run("ConcurrentOwnersUnion", func(t *testing.T) { testConcurrentOwners(t, h) })
+	t.Run("NeverCloseUnverifiedGap", func(t *testing.T) { testRandomAgainstModel(t, h) })
+	t.Run("BadInputChangesNothing", func(t *testing.T) { testBadInput(t, h) })
+	t.Run("Destinations", func(t *testing.T) { testDestinations(t, h) })
+	t.Run("CoveredIsIndependent", func(t *testing.T) { testCoveredIsIndependent(t, h) })
+	t.Run("InOrderRecordsMerge", func(t *testing.T) { testInOrder(t, h) })
+	t.Run("WriteThenRecord", func(t *testing.T) { testWriteThenRecord(t, h) })
+	t.Run("Closed", func(t *testing.T) { testClosed(t, h) })
+	if h.Reopen != nil {
+		t.Run("Reopen", func(t *testing.T) { testReopen(t, h) })
+	}
+}
+
+func open(t *testing.T, h Harness) coverage.Store {
+	t.Helper()
+	s := h.Open(t)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func seed(t *testing.T, h Harness) uint64 {
+	s := h.Seed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (set Harness.Seed to replay)", s)
+	return s
+}
+
+func dest(sink string, partition int32) coverage.Destination {
+	return coverage.Destination{Sink: sink, Topic: "orders", Partition: partition}
+}
+
+func mustRecord(t *testing.T, s coverage.Store, d coverage.Destination, start, end uint64) {
+	t.Helper()
+	if err := s.Record(context.Background(), d, coverage.Range{Start: start, End: end}); err != nil {
+		t.Fatalf("record %s [%d,%d): %v", d, start, end, err)
+	}
+}
+
+func covered(t *testing.T, s coverage.Store, d coverage.Destination) coverage.RangeSet {
+	t.Helper()
+	set, err := s.Covered(context.Background(), d)
+	if err != nil {
+		t.Fatalf("covered %s: %v", d, err)
+	}
+	return set
+}
+
+func setOf(t *testing.T, ranges ...coverage.Range) coverage.RangeSet {
+	t.Helper()
+	s, err := coverage.NewRangeSet(ranges...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func expectSet(t *testing.T, what string, got, want coverage.RangeSet) {
+	t.Helper()
+	if !got.Equal(&want) {
+		t.Fatalf("%s: covered %v, want %v", what, got.String(), want.String())
+	}
+}
+
+// testGapScenario is the design's example: batches 1, 2, 4 and 5 reach the
+// sink while 3 fails; a watermark would report 5 and lose 3.
+func testGapScenario(t *testing.T, h Harness) {
+	s := open(t, h)
+	raw, sink := dest(coverage.RawSink, 0), dest("warehouse", 0)
+	mustRecord(t, s, raw, 1, 6)
+	for _, b := range []uint64{1, 2, 4, 5} {
+		mustRecord(t, s, sink, b, b+1)
+	}
+	rawSet, sinkSet := covered(t, s, raw), covered(t, s, sink)
+	gaps := coverage.Gaps(&rawSet, &sinkSet)
+	expectSet(t, "gaps after 1,2,4,5", gaps, setOf(t, coverage.Range{Start: 3, End: 4}))
+	if sinkSet.Contains(3) {
+		t.Fatal("batch 3 failed but is reported covered")
+	}
+	mustRecord(t, s, sink, 3, 4)
+	sinkSet = covered(t, s, sink)
+	gaps = coverage.Gaps(&rawSet, &sinkSet)
+	if !gaps.IsEmpty() || sinkSet.Len() != 1 {
+		t.Fatalf("after recording 3: covered %v, gaps %v", sinkSet.String(), gaps.String())
+	}
+}
+
+// testConcurrentOwners has two owners of one destination, as during a
+// rebalance, record overlapping ranges at once. Last-write-wins would keep one
+// owner's ranges and fail.
+func testConcurrentOwners(t *testing.T, h Harness) {
+	s := open(t, h)
+	d := dest("lake", 7)
+	// Owner A writes batches in runs of 5 starting at multiples of 8, owner B
+	// runs of 4 starting at multiples of 8 plus 3: overlapping, with holes.
+	owners := [][]coverage.Range{{}, {}}
+	var want coverage.RangeSet
+	for i := uint64(0); i < 100; i++ {
+		a := coverage.Range{Start: i * 8, End: i*8 + 5}
+		b := coverage.Range{Start: i*8 + 3, End: i*8 + 7}
+		owners[0] = append(owners[0], a)
+		owners[1] = append(owners[1], b)
+		_ = want.Add(a)
+		_ = want.Add(b)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, ranges := range owners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, r := range ranges {
+				if err := s.Record(context.Background(), d, r); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := covered(t, s, d)
+	expectSet(t, "union of two owners", got, want)
+	if got.Len() != 100 {
+		t.Fatalf("want 100 ranges separated by one-batch holes, got %d", got.Len())
+	}
+}
+
+// testRandomAgainstModel records random ranges, some invalid, into several
+// destinations and compares every destination with a naive per-batch model:
+// nothing is covered that was not recorded, nothing recorded is missing.
+func testRandomAgainstModel(t *testing.T, h Harness) {
+	s := open(t, h)
+	rng := rand.New(rand.NewPCG(seed(t, h), 0))
+	const universe = 300
+	dests := []coverage.Destination{dest("a", 0), dest("a", 1), dest("b", 0)}
+	model := map[coverage.Destination][]bool{}
+	for _, d := range dests {
+		model[d] = make([]bool, universe)
+	}
+	for step := range 400 {
+		d := dests[rng.IntN(len(dests))]
+		start := uint64(rng.IntN(universe))
+		end := min(start+uint64(rng.IntN(6)), universe) // sometimes empty
+		err := s.Record(context.Background(), d, coverage.Range{Start: start, End: end})
+		if end <= start {
+			if !errors.Is(err, coverage.ErrInvalidRange) {
+				t.Fatalf("step %d: empty range [%d,%d) gave %v, want ErrInvalidRange", step, start, end, err)
+			}
+		} else if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		} else {
+			for b := start; b < end; b++ {
+				model[d][b] = true
+			}
+		}
+		if step%20 == 19 {
+			for _, d := range dests {
+				checkModel(t, fmt.Sprintf("step %d %s", step, d), covered(t, s, d), model[d])
+			}
+		}
+	}
+}
+
+func checkModel(t *testing.T, what string, got coverage.RangeSet, bits []bool) {
+	t.Helper()
+	for b, want := range bits {
+		if got.Contains(uint64(b)) != want {
+			if want {
+				t.Fatalf("%s: batch %d was recorded but is not covered in %v", what, b, got.String())
+			}
+			t.Fatalf("%s: batch %d was never recorded but is covered in %v (over-claim)", what, b, got.String())
+		}
+	}
+	if last, ok := got.Last(); ok && last.End > uint64(len(bits)) {
+		t.Fatalf("%s: covers %s beyond anything recorded", what, last)
+	}
+}
+
+func testBadInput(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := context.Background()
+	good := dest("sink", 0)
+	mustRecord(t, s, good, 10, 20)
+	cases := []struct {
+		name string
+		d    coverage.Destination
+		r    coverage.Range
+		want error
+	}{
+		{"inverted range", good, coverage.Range{Start: 30, End: 25}, coverage.ErrInvalidRange},
+		{"empty range", good, coverage.Range{Start: 20, End: 20}, coverage.ErrInvalidRange},
+		{"zero range", good, coverage.Range{}, coverage.ErrInvalidRange},
+		{"empty sink", coverage.Destination{Topic: "orders"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
+		{"empty topic", coverage.Destination{Sink: "sink"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
+		{"negative partition", coverage.Destination{Sink: "sink", Topic: "orders", Partition: -1}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
+		{"non-UTF-8 topic", coverage.Destination{Sink: "sink", Topic: "\xff"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
+	}
+	for _, c := range cases {
+		err := s.Record(ctx, c.d, c.r)
+		var ce *coverage.Error
+		if !errors.Is(err, c.want) || !errors.As(err, &ce) {
+			t.Errorf("%s: got %v, want a *coverage.Error matching %v", c.name, err, c.want)
+		}
+	}
+	if _, err := s.Covered(ctx, coverage.Destination{Sink: "sink"}); !errors.Is(err, coverage.ErrInvalidDestination) {
+		t.Errorf("covered of an invalid destination: %v, want ErrInvalidDestination", err)
+	}
+	expectSet(t, "after bad input", covered(t, s, good), setOf(t, coverage.Range{Start: 10, End: 20}))
+	ds, err := s.Destinations(ctx)
+	if err != nil || !slices.Equal(ds, []coverage.Destination{good}) {
+		t.Fatalf("destinations after bad input: %v, %v", ds, err)
+	}
+}
+
+func testDestinations(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := context.Background()
+	if ds, err := s.Destinations(ctx); err != nil || len(ds) != 0 {
+		t.Fatalf("empty store lists %v, %v", ds, err)
+	}
+	// Names that a careless key encoding would confuse.
+	want := []coverage.Destination{
+		{Sink: "a", Topic: "b\x00c", Partition: 0},
+		{Sink: "a\x00b", Topic: "c", Partition: 0},
+		{Sink: "raw", Topic: "orders", Partition: 2},
+		{Sink: "raw", Topic: "orders", Partition: 10},
+		{Sink: "raw", Topic: "orders/eu", Partition: 0},
+		{Sink: "o'brien\"; drop table x; --", Topic: "t", Partition: 1 << 30},
+	}
+	for i, d := range slices.Backward(want) {
+		mustRecord(t, s, d, uint64(i*10), uint64(i*10+1+i))
+	}
+	slices.SortFunc(want, coverage.Destination.Compare)
+	got, err := s.Destinations(ctx)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("destinations: %v, %v; want %v", got, err, want)
+	}
+	for i, d := range want {
+		set := covered(t, s, d)
+		if set.Len() != 1 {
+			t.Fatalf("%s: %v, want exactly its own range (entry %d)", d, set.String(), i)
+		}
+	}
+	if set := covered(t, s, dest("never-recorded", 0)); !set.IsEmpty() {
+		t.Fatalf("a never-recorded destination covers %v", set.String())
+	}
+}
+
+func testCoveredIsIndependent(t *testing.T, h Harness) {
+	s := open(t, h)
+	d := dest("sink", 0)
+	mustRecord(t, s, d, 1, 5)
+	set := covered(t, s, d)
+	if err := set.Add(coverage.Range{Start: 5, End: 100}); err != nil {
+		t.Fatal(err)
+	}
+	expectSet(t, "after mutating a returned set", covered(t, s, d), setOf(t, coverage.Range{Start: 1, End: 5}))
+}
+
+func testInOrder(t *testing.T, h Harness) {
+	s := open(t, h)
+	n := h.InOrderRecords
+	if n == 0 {
+		n = 10_000
+	}
+	d := dest("sink", 3)
+	for b := range uint64(n) {
+		mustRecord(t, s, d, b, b+1)
+	}
+	got := covered(t, s, d)
+	expectSet(t, "in-order records", got, setOf(t, coverage.Range{Start: 0, End: uint64(n)}))
+}
+
+func testWriteThenRecord(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := context.Background()
+	d := dest("sink", 0)
+	r := coverage.Range{Start: 1, End: 3}
+	failure := errors.New("sink refused the batch")
+	err := coverage.WriteThenRecord(ctx, s, d, r, func(context.Context) error {
+		if set := covered(t, s, d); !set.IsEmpty() {
+			t.Errorf("coverage %v recorded before the write returned", set.String())
+		}
+		return failure
+	})
+	if !errors.Is(err, failure) {
+		t.Fatalf("failed write: %v, want it wrapped", err)
+	}
+	if set := covered(t, s, d); !set.IsEmpty() {
+		t.Fatalf("failed write recorded %v", set.String())
+	}
+	wrote := false
+	err = coverage.WriteThenRecord(ctx, s, d, coverage.Range{Start: 3, End: 1}, func(context.Context) error {
+		wrote = true
+		return nil
+	})
+	if !errors.Is(err, coverage.ErrInvalidRange) || wrote {
+		t.Fatalf("invalid range: err %v, wrote %v; want ErrInvalidRange before any write", err, wrote)
+	}
+	if err := coverage.WriteThenRecord(ctx, s, d, r, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	expectSet(t, "after acknowledged write", covered(t, s, d), setOf(t, r))
+}
+
+func testClosed(t *testing.T, h Harness) {
+	s := h.Open(t)
+	ctx := context.Background()
+	d := dest("sink", 0)
+	mustRecord(t, s, d, 1, 2)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if err := s.Record(ctx, d, coverage.Range{Start: 2, End: 3}); !errors.Is(err, coverage.ErrClosed) {
+		t.Errorf("record after close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Covered(ctx, d); !errors.Is(err, coverage.ErrClosed) {
+		t.Errorf("covered after close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Destinations(ctx); !errors.Is(err, coverage.ErrClosed) {
+		t.Errorf("destinations after close: %v, want ErrClosed", err)
+	}
+}
+
+func testReopen(t *testing.T, h Harness) {
+	s := h.Open(t)
+	a, b := dest("a", 0), dest("b", 1)
+	mustRecord(t, s, a, 1, 3)
+	mustRecord(t, s, a, 4, 6)
+	mustRecord(t, s, b, 100, 200)
+	s = h.Reopen(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	expectSet(t, "a after reopen", covered(t, s, a), setOf(t, coverage.Range{Start: 1, End: 3}, coverage.Range{Start: 4, End: 6}))
+	expectSet(t, "b after reopen", covered(t, s, b), setOf(t, coverage.Range{Start: 100, End: 200}))
+	mustRecord(t, s, a, 3, 4)
+	expectSet(t, "a after closing its hole", covered(t, s, a), setOf(t, coverage.Range{Start: 1, End: 6}))
+}

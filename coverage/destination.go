@@ -1,0 +1,87 @@
+package coverage
+
+import (
+	"cmp"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// RawSink is the conventional name of the pipeline's raw store as a sink. Its
+// coverage is the reference other sinks' gaps are measured against and, for
+// sources without a broker-held position, the bound on the resume position.
+const RawSink = "raw"
+
+// MaxNameLen bounds sink and topic names, in bytes.
+const MaxNameLen = 1024
+
+// Destination is what coverage is kept for: one partition of one topic as
+// written to one sink.
+type Destination struct {
+	Sink      string `json:"sink"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// Validate reports ErrInvalidDestination for an empty, overlong or non-UTF-8
+// sink or topic name, or a negative partition.
+func (d Destination) Validate() error {
+	if err := validateName("sink", d.Sink); err != nil {
+		return err
+	}
+	if err := validateName("topic", d.Topic); err != nil {
+		return err
+	}
+	if d.Partition < 0 {
+		return fmt.Errorf("%w: partition %d is negative", ErrInvalidDestination, d.Partition)
+	}
+	return nil
+}
+
+func validateName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: %s name is empty", ErrInvalidDestination, what)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %s name is %d bytes, longer than %d", ErrInvalidDestination, what, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %s name %q is not valid UTF-8", ErrInvalidDestination, what, name)
+	}
+	return nil
+}
+
+// String formats d as sink/topic/partition, quoting names that would make
+// that form ambiguous.
+func (d Destination) String() string {
+	return quoteIfNeeded(d.Sink) + "/" + quoteIfNeeded(d.Topic) + "/" + strconv.FormatInt(int64(d.Partition), 10)
+}
+
+func quoteIfNeeded(s string) string {
+	for _, c := range s {
+		if c == '/' || c == '"' || c <= ' ' || c == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// Compare orders destinations by sink, topic, then partition.
+func (d Destination) Compare(o Destination) int {
+	if c := cmp.Compare(d.Sink, o.Sink); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(d.Topic, o.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(d.Partition, o.Partition)
+}
+
+// WithSink returns d with its sink replaced: the same topic and partition as
+// written to another sink (raw, typically).
+func (d Destination) WithSink(sink string) Destination {
+	d.Sink = sink
+	return d
+}

@@ -1,0 +1,138 @@
+package coverage
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// InMemoryPositions is a PositionStore held in memory, configured with the
+// sources it serves. It is safe for concurrent use.
+type InMemoryPositions struct {
+	sources map[string]Regime
+
+	mu        sync.Mutex
+	positions map[positionKey][]Position // sorted by Batch then Cursor, no duplicates
+	closed    bool
+}
+
+type positionKey struct {
+	source    string
+	partition int32
+}
+
+var _ PositionStore = (*InMemoryPositions)(nil)
+
+// NewInMemoryPositions returns an empty store for the given sources. Every
+// source must have a name and a regime, and names must be unique.
+func NewInMemoryPositions(sources ...Source) (*InMemoryPositions, error) {
+	regimes, err := SourceRegimes(sources)
+	if err != nil {
+		return nil, err
+	}
+	return &InMemoryPositions{sources: regimes, positions: make(map[positionKey][]Position)}, nil
+}
+
+// SourceRegimes validates a source configuration and indexes it by name.
+func SourceRegimes(sources []Source) (map[string]Regime, error) {
+	regimes := make(map[string]Regime, len(sources))
+	for _, s := range sources {
+		if err := s.Validate(); err != nil {
+			return nil, NewError("configure sources", Destination{}, Range{}, err)
+		}
+		if _, dup := regimes[s.Name]; dup {
+			return nil, NewError("configure sources", Destination{}, Range{},
+				fmt.Errorf("%w: source %q is declared twice", ErrInvalidPosition, s.Name))
+		}
+		regimes[s.Name] = s.Regime
+	}
+	return regimes, nil
+}
+
+// CheckStoredSource reports whether positions of source may be kept, given
+// the configured regimes: ErrUnknownSource or ErrBrokerManaged if not.
+func CheckStoredSource(regimes map[string]Regime, source string) error {
+	switch regimes[source] {
+	case Stored:
+		return nil
+	case BrokerManaged:
+		return fmt.Errorf("%w: source %q is broker-managed; commit its position to the broker instead", ErrBrokerManaged, source)
+	}
+	return fmt.Errorf("%w: source %q is not configured; declare it with its regime (stored or broker-managed)", ErrUnknownSource, source)
+}
+
+// ComparePositions orders positions by Batch, then Cursor.
+func ComparePositions(a, b Position) int {
+	if c := cmp.Compare(a.Batch, b.Batch); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.Cursor, b.Cursor)
+}
+
+// SavePosition implements PositionStore.
+func (m *InMemoryPositions) SavePosition(ctx context.Context, p Position) error {
+	if err := m.check(ctx, "save position", p.Source, p.Partition); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return NewError("save position", positionDest(p.Source, p.Partition), Range{}, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return NewError("save position", positionDest(p.Source, p.Partition), Range{}, ErrClosed)
+	}
+	p.Cursor = slices.Clone(p.Cursor)
+	key := positionKey{p.Source, p.Partition}
+	list := m.positions[key]
+	i, found := slices.BinarySearchFunc(list, p, ComparePositions)
+	if !found {
+		m.positions[key] = slices.Insert(list, i, p)
+	}
+	return nil
+}
+
+// Positions implements PositionStore.
+func (m *InMemoryPositions) Positions(ctx context.Context, source string, partition int32) ([]Position, error) {
+	if err := m.check(ctx, "positions", source, partition); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, NewError("positions", positionDest(source, partition), Range{}, ErrClosed)
+	}
+	list := m.positions[positionKey{source, partition}]
+	out := make([]Position, len(list))
+	for i, p := range list {
+		p.Cursor = slices.Clone(p.Cursor)
+		out[i] = p
+	}
+	return out, nil
+}
+
+func (m *InMemoryPositions) check(ctx context.Context, op, source string, partition int32) error {
+	if err := ctx.Err(); err != nil {
+		return NewError(op, positionDest(source, partition), Range{}, err)
+	}
+	if err := CheckStoredSource(m.sources, source); err != nil {
+		return NewError(op, positionDest(source, partition), Range{}, err)
+	}
+	return nil
+}
+
+// positionDest names a source's partition in errors, with the sink left empty.
+func positionDest(source string, partition int32) Destination {
+	return Destination{Topic: source, Partition: partition}
+}
+
+// Close implements PositionStore.
+func (m *InMemoryPositions) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

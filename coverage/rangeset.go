@@ -1,0 +1,238 @@
+package coverage
+
+import (
+	"iter"
+	"strings"
+
+	"github.com/google/btree"
+)
+
+// btreeDegree trades node size against tree height; 16 keeps a node's ranges
+// within a few cache lines.
+const btreeDegree = 16
+
+// RangeSet is a set of batch ids held as sorted, non-overlapping,
+// non-adjacent ranges. Memory and the cost of every operation grow with the
+// number of ranges (the gaps), never with the number of additions: a million
+// in-order single-batch additions leave one range.
+//
+// The zero value is an empty set ready to use. A RangeSet must not be copied
+// after its first Add: copies would share storage. Use Clone for an
+// independent copy (it is cheap: storage is shared copy-on-write). A RangeSet
+// is not safe for concurrent mutation.
+type RangeSet struct {
+	tree    *btree.BTreeG[Range] // ordered by Start; nil while empty and never added to
+	batches uint64               // covered batches, kept in step with tree
+}
+
+func lessByStart(a, b Range) bool { return a.Start < b.Start }
+
+// NewRangeSet returns the union of ranges. It fails with ErrInvalidRange on the
+// first invalid one.
+func NewRangeSet(ranges ...Range) (RangeSet, error) {
+	var s RangeSet
+	for _, r := range ranges {
+		if err := s.Add(r); err != nil {
+			return RangeSet{}, err
+		}
+	}
+	return s, nil
+}
+
+// Merge reports what one Add changed.
+type Merge struct {
+	// Merged is the stored range that now holds the added range: the added
+	// range widened by every range it overlapped or touched.
+	Merged Range
+	// Replaced are the previously stored ranges that Merged absorbed, in
+	// order; a store keeping one key per range deletes exactly these.
+	Replaced []Range
+	// Added is the number of batches newly covered; zero means the set
+	// already covered the range and nothing changed.
+	Added uint64
+}
+
+// Add unions r into the set, merging it with every range it overlaps or is
+// adjacent to. It fails with ErrInvalidRange, changing nothing, when r is
+// empty or inverted.
+func (s *RangeSet) Add(r Range) error {
+	_, err := s.MergeRange(r, nil)
+	return err
+}
+
+// MergeRange is Add reporting what changed. The replaced ranges are appended
+// to buf, which may be nil; passing a reused buffer avoids an allocation on
+// the hot path.
+func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
+	if err := r.Validate(); err != nil {
+		return Merge{}, err
+	}
+	if s.tree == nil {
+		s.tree = btree.NewG(btreeDegree, lessByStart)
+	}
+	merged := r
+	replaced := buf[:0]
+	// The predecessor, the last range starting at or before r, absorbs r
+	// when it reaches r.Start (overlap or adjacency).
+	pred, hasPred := Range{}, false
+	s.tree.DescendLessOrEqual(Range{Start: r.Start}, func(p Range) bool {
+		pred, hasPred = p, true
+		return false
+	})
+	predAbsorbed := hasPred && pred.End >= r.Start
+	if predAbsorbed {
+		if pred.End >= r.End {
+			return Merge{Merged: pred, Replaced: replaced}, nil // already covered
+		}
+		merged.Start = pred.Start
+		replaced = append(replaced, pred)
+	}
+	// Successors starting at or before the merged end overlap or touch it.
+	s.tree.AscendGreaterOrEqual(Range{Start: r.Start}, func(n Range) bool {
+		if n.Start > merged.End {
+			return false
+		}
+		if predAbsorbed && n.Start == pred.Start {
+			return true
+		}
+		replaced = append(replaced, n)
+		merged.End = max(merged.End, n.End)
+		return true
+	})
+	var absorbed uint64
+	for _, old := range replaced {
+		// The range keyed at merged.Start is overwritten below, in place.
+		if old.Start != merged.Start {
+			s.tree.Delete(old)
+		}
+		absorbed += old.Len()
+	}
+	s.tree.ReplaceOrInsert(merged)
+	added := merged.Len() - absorbed
+	s.batches += added
+	s.checkInvariants()
+	return Merge{Merged: merged, Replaced: replaced, Added: added}, nil
+}
+
+// Union adds every range of o to s.
+func (s *RangeSet) Union(o *RangeSet) {
+	for r := range o.All() {
+		// o's ranges are valid by construction.
+		_, _ = s.MergeRange(r, nil)
+	}
+}
+
+// Contains reports whether batch id b is covered.
+func (s *RangeSet) Contains(b uint64) bool {
+	found := false
+	if s.tree != nil {
+		s.tree.DescendLessOrEqual(Range{Start: b}, func(p Range) bool {
+			found = p.Contains(b)
+			return false
+		})
+	}
+	return found
+}
+
+// ContainsRange reports whether every batch of r is covered. An invalid r is
+// not contained.
+func (s *RangeSet) ContainsRange(r Range) bool {
+	if r.Validate() != nil || s.tree == nil {
+		return false
+	}
+	found := false
+	s.tree.DescendLessOrEqual(Range{Start: r.Start}, func(p Range) bool {
+		found = p.End >= r.End
+		return false
+	})
+	return found
+}
+
+// Len is the number of ranges.
+func (s *RangeSet) Len() int {
+	if s.tree == nil {
+		return 0
+	}
+	return s.tree.Len()
+}
+
+// Batches is the number of covered batch ids.
+func (s *RangeSet) Batches() uint64 { return s.batches }
+
+// IsEmpty reports whether nothing is covered.
+func (s *RangeSet) IsEmpty() bool { return s.Len() == 0 }
+
+// First returns the lowest range; ok is false for an empty set.
+func (s *RangeSet) First() (r Range, ok bool) {
+	if s.tree == nil {
+		return Range{}, false
+	}
+	return s.tree.Min()
+}
+
+// Last returns the highest range; ok is false for an empty set.
+func (s *RangeSet) Last() (r Range, ok bool) {
+	if s.tree == nil {
+		return Range{}, false
+	}
+	return s.tree.Max()
+}
+
+// All yields the ranges in ascending order. The set must not be mutated
+// during the iteration.
+func (s *RangeSet) All() iter.Seq[Range] {
+	return func(yield func(Range) bool) {
+		if s.tree != nil {
+			s.tree.Ascend(yield)
+		}
+	}
+}
+
+// Ranges returns the ranges in ascending order as a new slice.
+func (s *RangeSet) Ranges() []Range {
+	out := make([]Range, 0, s.Len())
+	for r := range s.All() {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Equal reports whether s and o cover exactly the same batch ids.
+func (s *RangeSet) Equal(o *RangeSet) bool {
+	if s.Len() != o.Len() || s.batches != o.batches {
+		return false
+	}
+	next, stop := iter.Pull(o.All())
+	defer stop()
+	for r := range s.All() {
+		q, _ := next()
+		if q != r {
+			return false
+		}
+	}
+	return true
+}
+
+// Clone returns an independent copy of s.
+func (s *RangeSet) Clone() RangeSet {
+	if s.tree == nil {
+		return RangeSet{}
+	}
+	return RangeSet{tree: s.tree.Clone(), batches: s.batches}
+}
+
+// String formats the set as "{[1,3) [4,6)}".
+func (s *RangeSet) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	first := true
+	for r := range s.All() {
+		if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		b.WriteString(r.String())
+	}
+	b.WriteByte('}')
+	return b.String()
+}

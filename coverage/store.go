@@ -1,0 +1,56 @@
+package coverage
+
+import "context"
+
+// Store keeps per-destination write coverage (the design's CoverageStore).
+// Implementations are safe for concurrent use, and every method returns an
+// *Error whose chain holds one of this package's sentinels, or a context's
+// error.
+type Store interface {
+	// Record unions r into d's coverage. Call it only after the sink has
+	// durably acknowledged every batch of r (WriteThenRecord does exactly
+	// that); recording earlier is the over-claim the invariant forbids.
+	// Recording overlaps what is already covered is harmless, and two
+	// writers recording the same destination end with the union of their
+	// ranges. An invalid d or r fails with ErrInvalidDestination or
+	// ErrInvalidRange and changes nothing. When Record returns an error the
+	// range may or may not have been recorded; either is safe, because the
+	// write it describes did happen.
+	Record(ctx context.Context, d Destination, r Range) error
+
+	// Covered returns d's coverage as an independent set the caller owns.
+	// A destination that was never recorded has empty coverage: nothing of
+	// it is known to be written, which is the lagging, safe answer.
+	Covered(ctx context.Context, d Destination) (RangeSet, error)
+
+	// Destinations lists every destination with recorded coverage, ordered
+	// by Destination.Compare.
+	Destinations(ctx context.Context) ([]Destination, error)
+
+	// Close releases the store. Later calls fail with ErrClosed; closing
+	// twice is not an error.
+	Close() error
+}
+
+// WriteThenRecord runs a sink write and records its coverage only after the
+// write returned nil: never before it and never concurrently with it. A
+// failed write is returned unrecorded, which leaves the gap for recovery.
+//
+// d and r are validated before the write, so that a write is never made that
+// could not be recorded. If the write succeeds but recording fails, the
+// returned error says so: coverage then lags the sink, which costs a replay
+// and loses nothing. Recording is not abandoned when ctx is cancelled after
+// the write succeeded: the ack has happened, and dropping its record would
+// only add a replay.
+func WriteThenRecord(ctx context.Context, s Store, d Destination, r Range, write func(ctx context.Context) error) error {
+	if err := ValidateRecord(d, r); err != nil {
+		return err
+	}
+	if err := write(ctx); err != nil {
+		return &Error{Op: "write", Destination: d, Range: r, Err: err}
+	}
+	if err := s.Record(context.WithoutCancel(ctx), d, r); err != nil {
+		return NewError("record after write", d, r, err)
+	}
+	return nil
+}
