@@ -27,7 +27,7 @@ bench:
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:
-	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -1,0 +1,275 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Checkpoint is the delta of pending coverage handed to the durable tier:
+// every range recorded locally and not yet in a committed checkpoint, as of
+// BeginCheckpoint. Ranges recorded later stay pending for the next one.
+type Checkpoint struct {
+	// ID numbers the store's checkpoints, from 1. Together with Store it
+	// names the checkpoint uniquely; the durable tier keeps that name so a
+	// commit of unknown outcome can be looked for.
+	ID uint64 `json:"id"`
+	// Store is a random name given to the store's directory when it was
+	// created: IDs restart in a store recreated after corruption, names don't.
+	Store   string              `json:"store"`
+	BegunAt time.Time           `json:"begun_at"`
+	Ranges  []DestinationRanges `json:"ranges"`
+	// Resumed marks a checkpoint begun before the store was last opened and
+	// never committed or aborted: the durable tier may already hold it.
+	Resumed bool `json:"-"`
+}
+
+// DestinationRanges are ranges of one destination, in order.
+type DestinationRanges struct {
+	Destination coverage.Destination `json:"destination"`
+	Ranges      []coverage.Range     `json:"ranges"`
+}
+
+// Name is the checkpoint's unique name, "store/id".
+func (c *Checkpoint) Name() string { return c.Store + "/" + strconv.FormatUint(c.ID, 10) }
+
+// Batches is the number of batches the checkpoint covers.
+func (c *Checkpoint) Batches() uint64 {
+	var n uint64
+	for _, dr := range c.Ranges {
+		for _, r := range dr.Ranges {
+			n += r.Len()
+		}
+	}
+	return n
+}
+
+// checkpointState is the store's checkpoint bookkeeping, guarded by Store.mu.
+type checkpointState struct {
+	store    string      // the store's random name
+	nextID   uint64      // the ID the next checkpoint gets
+	lastID   uint64      // the last committed checkpoint; 0 if none
+	lastAt   time.Time   // when it was committed
+	inFlight *Checkpoint // begun, neither committed nor aborted
+	handed   bool        // inFlight was handed out since the store was opened
+}
+
+type lastCheckpoint struct {
+	ID uint64    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+const metaStoreName = "store-name"
+
+func (s *Store) loadCheckpointMeta() error {
+	c := &s.ckpt
+	name, err := s.getMeta(metaStoreName)
+	if err != nil {
+		return err
+	}
+	if name == nil {
+		name = []byte(rand.Text())
+		if err := s.db.Set(metaKey(metaStoreName), name, pebble.Sync); err != nil {
+			return fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err)
+		}
+	}
+	c.store = string(name)
+	c.nextID = 1
+	if raw, err := s.getMeta(metaNextCheckpoint); err != nil {
+		return err
+	} else if raw != nil {
+		if c.nextID, err = decodeUint64(raw); err != nil {
+			return corruptError(s.opts.Dir, fmt.Errorf("%s: %w", metaNextCheckpoint, err))
+		}
+	}
+	var last lastCheckpoint
+	if _, err := s.getMetaJSON(metaLastCheckpoint, &last); err != nil {
+		return err
+	}
+	c.lastID, c.lastAt = last.ID, last.At
+	var open Checkpoint
+	found, err := s.getMetaJSON(metaOpenCheckpoint, &open)
+	if err != nil {
+		return err
+	}
+	if found {
+		open.Resumed = true
+		c.inFlight = &open
+	}
+	return nil
+}
+
+// BeginCheckpoint hands out everything pending as one checkpoint, or nil when
+// nothing is pending. Write the checkpoint to the durable tier, then call
+// CommitCheckpoint once that commit has returned success, or AbortCheckpoint
+// if it certainly failed. Only one checkpoint is in flight at a time; a
+// checkpoint left in flight by a process that stopped is handed out again,
+// marked Resumed, by the first BeginCheckpoint after Open.
+func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+	}
+	c := &s.ckpt
+	if c.inFlight != nil {
+		if c.inFlight.Resumed && !c.handed {
+			c.handed = true
+			return cloneCheckpoint(c.inFlight), nil
+		}
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
+			fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
+	}
+	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked()}
+	if len(cp.Ranges) == 0 {
+		return nil, nil
+	}
+	encoded, err := json.Marshal(cp)
+	if err != nil {
+		return nil, fmt.Errorf("local: encoding checkpoint %s: %w", cp.Name(), err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
+	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
+			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	}
+	c.nextID = cp.ID + 1
+	c.inFlight, c.handed = cp, true
+	for _, st := range s.dests {
+		st.recordedSinceBegin = time.Time{}
+	}
+	return cloneCheckpoint(cp), nil
+}
+
+// pendingLocked is, per destination, what is covered and not checkpointed.
+func (s *Store) pendingLocked() []DestinationRanges {
+	var out []DestinationRanges
+	for _, d := range s.sortedDestinationsLocked() {
+		st := s.dests[d]
+		pending := coverage.Gaps(&st.covered, &st.checkpointed)
+		if !pending.IsEmpty() {
+			out = append(out, DestinationRanges{Destination: d, Ranges: pending.Ranges()})
+		}
+	}
+	return out
+}
+
+// CommitCheckpoint marks cp's ranges checkpointed, atomically and durably.
+// Call it only after the durable tier's commit of cp has returned success:
+// marking earlier would let this tier claim what the durable one lacks. If
+// it fails, cp stays in flight and CommitCheckpoint can be called again.
+func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inFlight, err := s.inFlightLocked("commit checkpoint", cp)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now().UTC()
+	b := s.db.NewBatch()
+	defer b.Close()
+	marked := make(map[coverage.Destination]coverage.RangeSet, len(inFlight.Ranges))
+	since := make(map[coverage.Destination]time.Time, len(inFlight.Ranges))
+	for _, dr := range inFlight.Ranges {
+		d, st := dr.Destination, s.state(dr.Destination)
+		set := st.checkpointed.Clone()
+		for _, r := range dr.Ranges {
+			m, err := set.MergeRange(r, nil)
+			if err != nil {
+				return coverage.NewError("commit checkpoint", d, r, err)
+			}
+			for _, old := range m.Replaced {
+				if old.Start != m.Merged.Start {
+					_ = b.Delete(rangeKey(nil, kindCheckpointed, d, old.Start), nil)
+				}
+			}
+			if m.Added > 0 {
+				_ = b.Set(rangeKey(nil, kindCheckpointed, d, m.Merged.Start), encodeUint64(m.Merged.End), nil)
+			}
+		}
+		marked[d] = set
+		since[d] = st.pendingSince
+		if remaining := coverage.Gaps(&st.covered, &set); remaining.IsEmpty() {
+			since[d] = time.Time{}
+			_ = b.Delete(destinationPrefix(nil, kindPendingSince, d), nil)
+		} else if !inFlight.Resumed && !st.recordedSinceBegin.IsZero() {
+			// Everything pending at begin was in cp: what remains was
+			// recorded since.
+			since[d] = st.recordedSinceBegin
+			_ = b.Set(destinationPrefix(nil, kindPendingSince, d), encodeUint64(uint64(since[d].UnixNano())), nil)
+		}
+	}
+	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
+	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
+	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return coverage.NewError("commit checkpoint", coverage.Destination{}, coverage.Range{},
+			fmt.Errorf("%w: local store %s: marking %s checkpointed: %w", coverage.ErrUnavailable, s.opts.Dir, inFlight.Name(), err))
+	}
+	for d, set := range marked {
+		s.dests[d].checkpointed = set
+		s.dests[d].pendingSince = since[d]
+	}
+	s.ckpt.lastID, s.ckpt.lastAt, s.ckpt.inFlight = inFlight.ID, now, nil
+	return nil
+}
+
+// AbortCheckpoint drops cp without marking anything: its ranges stay pending
+// and the next checkpoint carries them. Call it only when the durable commit
+// certainly failed; after an outcome that is unknown, look for cp's name in
+// the durable tier first.
+func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.inFlightLocked("abort checkpoint", cp); err != nil {
+		return err
+	}
+	if err := s.db.Delete(metaKey(metaOpenCheckpoint), s.writeOpts); err != nil {
+		return coverage.NewError("abort checkpoint", coverage.Destination{}, coverage.Range{},
+			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	}
+	s.ckpt.inFlight = nil
+	return nil
+}
+
+func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
+	if s.closed {
+		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+	}
+	in := s.ckpt.inFlight
+	if cp == nil || in == nil || in.ID != cp.ID || in.Store != cp.Store {
+		name := "none"
+		if in != nil {
+			name = in.Name()
+		}
+		given := "nil"
+		if cp != nil {
+			given = cp.Name()
+		}
+		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{},
+			fmt.Errorf("%w: given %s, in flight %s", ErrUnknownCheckpoint, given, name))
+	}
+	return in, nil
+}
+
+func cloneCheckpoint(c *Checkpoint) *Checkpoint {
+	out := *c
+	out.Ranges = make([]DestinationRanges, len(c.Ranges))
+	for i, dr := range c.Ranges {
+		out.Ranges[i] = DestinationRanges{Destination: dr.Destination, Ranges: append([]coverage.Range(nil), dr.Ranges...)}
+	}
+	return &out
+}

@@ -1,0 +1,242 @@
+package local
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// The crash test re-runs this test binary as a child that records and
+// checkpoints in a loop until it is SIGKILLed. Before each step the child
+// appends what it is about to do to a log (one write each, so a kill leaves
+// whole lines), so the parent knows an upper bound of what the store may
+// hold.
+const (
+	crashDirEnv  = "COVMIRROR_CRASH_DIR"
+	crashLogEnv  = "COVMIRROR_CRASH_LOG"
+	crashSeedEnv = "COVMIRROR_CRASH_SEED"
+	crashSyncEnv = "COVMIRROR_CRASH_SYNC"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashDirEnv); dir != "" {
+		if err := crashChild(dir, os.Getenv(crashLogEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var crashDests = []coverage.Destination{
+	{Sink: "lake", Topic: "orders", Partition: 0},
+	{Sink: "lake", Topic: "orders", Partition: 1},
+	{Sink: "search", Topic: "orders", Partition: 0},
+}
+
+func crashChild(dir, logPath string) error {
+	seed, _ := strconv.ParseUint(os.Getenv(crashSeedEnv), 10, 64)
+	r := rand.New(rand.NewPCG(seed, 0))
+	s, err := Open(Options{Dir: dir, Sync: os.Getenv(crashSyncEnv) == "1"})
+	if err != nil {
+		return err
+	}
+	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	say := func(format string, args ...any) error {
+		_, err := fmt.Fprintf(log, format+"\n", args...)
+		return err
+	}
+	for {
+		if r.IntN(40) != 0 {
+			d := r.IntN(len(crashDests))
+			start := uint64(r.IntN(5000))
+			end := start + 1 + uint64(r.IntN(4))
+			if err := say("R %d %d %d", d, start, end); err != nil {
+				return err
+			}
+			if err := s.Record(ctx, crashDests[d], coverage.Range{Start: start, End: end}); err != nil {
+				return err
+			}
+			continue
+		}
+		cp, err := s.BeginCheckpoint(ctx)
+		if err != nil || cp == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		ranges, _ := json.Marshal(cp.Ranges)
+		if err := say("B %s %s", cp.Name(), ranges); err != nil {
+			return err
+		}
+		if r.IntN(4) == 0 {
+			if err := say("A %s", cp.Name()); err != nil {
+				return err
+			}
+			if err := s.AbortCheckpoint(ctx, cp); err != nil {
+				return err
+			}
+			continue
+		}
+		// Here the durable commit would run; the child marks it only after.
+		if err := say("M %s", cp.Name()); err != nil {
+			return err
+		}
+		if err := s.CommitCheckpoint(ctx, cp); err != nil {
+			return err
+		}
+	}
+}
+
+// crashLog is what the children said they were about to do, read
+// incrementally as the log grows.
+type crashLog struct {
+	path      string
+	offset    int64
+	attempted map[coverage.Destination]*coverage.RangeSet
+	begun     map[string][]DestinationRanges
+	marked    map[coverage.Destination]*coverage.RangeSet // ranges of checkpoints the children marked
+}
+
+func newCrashLog(path string) *crashLog {
+	return &crashLog{path: path, attempted: map[coverage.Destination]*coverage.RangeSet{},
+		begun: map[string][]DestinationRanges{}, marked: map[coverage.Destination]*coverage.RangeSet{}}
+}
+
+// update reads the lines appended since the last call. A torn last line
+// cannot happen (each is one write), but one without its newline is left
+// for the next call all the same.
+func (l *crashLog) update(t *testing.T) {
+	t.Helper()
+	f, err := os.Open(l.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.offset, 0); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return
+		}
+		l.offset += int64(len(line))
+		l.apply(t, strings.TrimSuffix(line, "\n"))
+	}
+}
+
+func (l *crashLog) apply(t *testing.T, line string) {
+	add := func(m map[coverage.Destination]*coverage.RangeSet, d coverage.Destination, r coverage.Range) {
+		if m[d] == nil {
+			m[d] = new(coverage.RangeSet)
+		}
+		if err := m[d].Add(r); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+	}
+	f := strings.SplitN(line, " ", 3)
+	switch f[0] {
+	case "R":
+		fields := strings.Fields(line)
+		d, _ := strconv.Atoi(fields[1])
+		start, _ := strconv.ParseUint(fields[2], 10, 64)
+		end, _ := strconv.ParseUint(fields[3], 10, 64)
+		add(l.attempted, crashDests[d], coverage.Range{Start: start, End: end})
+	case "B":
+		var ranges []DestinationRanges
+		if err := json.Unmarshal([]byte(f[2]), &ranges); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		l.begun[f[1]] = ranges
+	case "M":
+		ranges, ok := l.begun[f[1]]
+		if !ok {
+			t.Fatalf("log marks %s, never begun", f[1])
+		}
+		for _, dr := range ranges {
+			for _, r := range dr.Ranges {
+				add(l.marked, dr.Destination, r)
+			}
+		}
+	}
+}
+
+// TestCrashKilledChildNeverOverClaims kills a recording child 50 times at
+// random moments. After every kill the store must open, report as covered
+// only ranges the child had started to record, and report as checkpointed
+// only ranges of checkpoints the child had started to mark.
+func TestCrashKilledChildNeverOverClaims(t *testing.T) {
+	r := rng(t)
+	dir, logPath := t.TempDir(), t.TempDir()+"/log"
+	log := newCrashLog(logPath)
+	kills := 50
+	if testing.Short() {
+		kills = 10
+	}
+	for i := range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashLogEnv+"="+logPath,
+			crashSeedEnv+"="+strconv.FormatUint(r.Uint64(), 10), crashSyncEnv+"="+strconv.Itoa(i%2))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+r.IntN(300)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		if status, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !status.Signaled() {
+			t.Fatalf("kill %d: child ended on its own (%v): %s", i, err, stderr.String())
+		}
+		log.update(t)
+		checkAfterKill(t, i, dir, log)
+	}
+}
+
+func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) {
+	t.Helper()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("kill %d: reopening: %v", kill, err)
+	}
+	defer s.Close()
+	for d, st := range s.dests {
+		attempted := l.attempted[d]
+		if attempted == nil {
+			attempted = new(coverage.RangeSet)
+		}
+		if over := coverage.Gaps(&st.covered, attempted); !over.IsEmpty() {
+			t.Fatalf("kill %d: %s covers %v that the child never recorded", kill, d, over.String())
+		}
+		marked := l.marked[d]
+		if marked == nil {
+			marked = new(coverage.RangeSet)
+		}
+		if over := coverage.Gaps(&st.checkpointed, marked); !over.IsEmpty() {
+			t.Fatalf("kill %d: %s has %v checkpointed that the child never marked", kill, d, over.String())
+		}
+		if over := coverage.Gaps(&st.checkpointed, &st.covered); !over.IsEmpty() {
+			t.Fatalf("kill %d: %s has %v checkpointed but not covered", kill, d, over.String())
+		}
+	}
+	if kill > 0 && len(s.dests) == 0 {
+		t.Fatalf("kill %d: the store is empty after %d runs", kill, kill+1)
+	}
+}

@@ -1,0 +1,111 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Diagnostics is what this pod believes about its coverage (the design's
+// "Diagnostics"): per destination the covered ranges, the gaps against the
+// reference sink, and how far the local view has drifted from the last
+// checkpoint. It describes this pod only; nothing outside the pod may act on
+// it.
+type Diagnostics struct {
+	Dir              string                   `json:"dir"`
+	Reference        string                   `json:"reference"`
+	At               time.Time                `json:"at"`
+	LastCheckpointID uint64                   `json:"last_checkpoint_id"`
+	LastCheckpointAt *time.Time               `json:"last_checkpoint_at,omitempty"`
+	InFlight         *string                  `json:"checkpoint_in_flight,omitempty"`
+	PendingRanges    int                      `json:"pending_ranges"`
+	PendingBatches   uint64                   `json:"pending_batches"`
+	Destinations     []DestinationDiagnostics `json:"destinations"`
+}
+
+// DestinationDiagnostics is one destination's part of Diagnostics.
+type DestinationDiagnostics struct {
+	Destination    coverage.Destination `json:"destination"`
+	Covered        []coverage.Range     `json:"covered"`
+	CoveredBatches uint64               `json:"covered_batches"`
+	// Gaps are the reference sink's ranges of the same topic and partition
+	// that this destination lacks; empty for the reference itself.
+	Gaps       []coverage.Range `json:"gaps"`
+	GapBatches uint64           `json:"gap_batches"`
+	// Pending are the covered ranges not yet in a committed checkpoint.
+	Pending        []coverage.Range `json:"pending"`
+	PendingBatches uint64           `json:"pending_batches"`
+	// OldestPending is when the oldest pending record was made.
+	OldestPending    *time.Time `json:"oldest_pending,omitempty"`
+	OldestPendingAge string     `json:"oldest_pending_age,omitempty"`
+}
+
+// Diagnostics returns the store's diagnostics.
+func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
+	if err := ctx.Err(); err != nil {
+		return Diagnostics{}, coverage.NewError("diagnostics", coverage.Destination{}, coverage.Range{}, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return Diagnostics{}, coverage.NewError("diagnostics", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+	}
+	now := s.opts.Now().UTC()
+	out := Diagnostics{Dir: s.opts.Dir, Reference: s.opts.Reference, At: now, LastCheckpointID: s.ckpt.lastID,
+		Destinations: []DestinationDiagnostics{}}
+	if !s.ckpt.lastAt.IsZero() {
+		at := s.ckpt.lastAt
+		out.LastCheckpointAt = &at
+	}
+	if s.ckpt.inFlight != nil {
+		name := s.ckpt.inFlight.Name()
+		out.InFlight = &name
+	}
+	for _, d := range s.sortedDestinationsLocked() {
+		st := s.dests[d]
+		dd := DestinationDiagnostics{Destination: d, Covered: st.covered.Ranges(), CoveredBatches: st.covered.Batches(),
+			Gaps: []coverage.Range{}}
+		if d.Sink != s.opts.Reference {
+			if ref := s.dests[d.WithSink(s.opts.Reference)]; ref != nil {
+				gaps := coverage.Gaps(&ref.covered, &st.covered)
+				dd.Gaps, dd.GapBatches = gaps.Ranges(), gaps.Batches()
+			}
+		}
+		pending := coverage.Gaps(&st.covered, &st.checkpointed)
+		dd.Pending, dd.PendingBatches = pending.Ranges(), pending.Batches()
+		if !pending.IsEmpty() && !st.pendingSince.IsZero() {
+			since := st.pendingSince.UTC()
+			dd.OldestPending = &since
+			dd.OldestPendingAge = now.Sub(since).Round(time.Millisecond).String()
+		}
+		out.PendingRanges += pending.Len()
+		out.PendingBatches += dd.PendingBatches
+		out.Destinations = append(out.Destinations, dd)
+	}
+	return out, nil
+}
+
+// Handler serves Diagnostics as JSON, for a pod to mount on its debug port:
+// while the pod runs, Pebble's lock keeps every other process out of the
+// directory, so this is how an operator inspects it.
+func (s *Store) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		diag, err := s.Diagnostics(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(diag)
+	})
+}

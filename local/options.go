@@ -1,0 +1,67 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Options configures Open. The zero value of every field but Dir is a
+// documented default; EnsureDefaults fills them in and Validate checks the
+// result.
+type Options struct {
+	// Dir is the directory on the pod's own disk holding the store. It is
+	// created if missing. Required.
+	Dir string
+
+	// Sync makes every Record durable (fsync) before it returns. The
+	// default, false, leaves the last records in the operating system's
+	// buffers: they survive the process being killed but not the machine
+	// losing power. Losing them costs one replay interval, which the design
+	// accepts, since coverage may lag and the durable tier is the record.
+	Sync bool
+
+	// Reference is the sink whose coverage Diagnostics measures other sinks'
+	// gaps against. Zero value: coverage.RawSink ("raw").
+	Reference string
+
+	// RecoverCorrupt, when set, makes Open move a corrupt or incompatible
+	// store aside (to Dir + ".corrupt-<time>") and start empty, instead of
+	// failing. Safe because this tier is never authoritative: the durable
+	// checkpoint is the record, and an empty local tier only lags it.
+	RecoverCorrupt bool
+
+	// Logger receives the store's few log lines (a recovered corrupt store,
+	// a failed write being reconciled). Zero value: discard.
+	Logger *slog.Logger
+
+	// Now is the clock, for tests. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in the zero-valued fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Reference == "" {
+		o.Reference = coverage.RawSink
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate reports options Open cannot work with.
+func (o *Options) Validate() error {
+	if o.Dir == "" {
+		return errors.New("local: Options.Dir is empty: name a directory on the pod's own disk")
+	}
+	if err := (coverage.Destination{Sink: o.Reference, Topic: "t"}).Validate(); err != nil {
+		return fmt.Errorf("local: Options.Reference: %w", err)
+	}
+	return nil
+}
