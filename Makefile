@@ -2,7 +2,6 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 60s
-BENCHTIME   ?= 1x
 PKGS        ?= ./...
 
 .PHONY: build test test-integration bench fuzz lint ci clean
@@ -21,13 +20,16 @@ test-integration:
 	@echo "test-integration: no integration tests yet"
 
 # Benchmarks print each measurement beside its baseline from the same run
-# (roaring64 for the range set) and the ratio between them.
+# and the ratio between them: roaring64 for the range set, raw Pebble Sets
+# for the local tier.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
+	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:
 	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./local -run '^$$' -fuzz '^FuzzKeyEncoding$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

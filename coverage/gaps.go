@@ -32,13 +32,13 @@ func (s *RangeSet) overlapping(r Range) func(yield func(Range) bool) {
 			return
 		}
 		from := r.Start
-		s.tree.DescendLessOrEqual(Range{Start: r.Start}, func(p Range) bool {
+		s.tree.Descend(Range{Start: r.Start}, func(p Range) bool {
 			if p.End > r.Start {
 				from = p.Start
 			}
 			return false
 		})
-		s.tree.AscendGreaterOrEqual(Range{Start: from}, func(c Range) bool {
+		s.tree.Ascend(Range{Start: from}, func(c Range) bool {
 			return c.Start < r.End && yield(c)
 		})
 	}

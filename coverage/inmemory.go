@@ -53,8 +53,9 @@ func (m *InMemory) Covered(ctx context.Context, d Destination) (RangeSet, error)
 	if err := ctx.Err(); err != nil {
 		return RangeSet{}, NewError("covered", d, Range{}, err)
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	// Clone marks the set shared, a write: take the lock exclusively.
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
 		return RangeSet{}, NewError("covered", d, Range{}, ErrClosed)
 	}

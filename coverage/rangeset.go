@@ -4,12 +4,11 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/google/btree"
+	"github.com/tidwall/btree"
 )
 
-// btreeDegree trades node size against tree height; 16 keeps a node's ranges
-// within a few cache lines.
-const btreeDegree = 16
+// btreeDegree trades node size against tree height.
+const btreeDegree = 32
 
 // RangeSet is a set of batch ids held as sorted, non-overlapping,
 // non-adjacent ranges. Memory and the cost of every operation grow with the
@@ -19,10 +18,16 @@ const btreeDegree = 16
 // The zero value is an empty set ready to use. A RangeSet must not be copied
 // after its first Add: copies would share storage. Use Clone for an
 // independent copy (it is cheap: storage is shared copy-on-write). A RangeSet
-// is not safe for concurrent mutation.
+// is not safe for concurrent use with a mutation or a Clone; concurrent reads
+// are safe.
 type RangeSet struct {
 	tree    *btree.BTreeG[Range] // ordered by Start; nil while empty and never added to
+	hint    btree.PathHint       // speeds up mutations near the previous one
 	batches uint64               // covered batches, kept in step with tree
+}
+
+func newTree() *btree.BTreeG[Range] {
+	return btree.NewBTreeGOptions(lessByStart, btree.Options{Degree: btreeDegree, NoLocks: true})
 }
 
 func lessByStart(a, b Range) bool { return a.Start < b.Start }
@@ -68,17 +73,17 @@ func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
 		return Merge{}, err
 	}
 	if s.tree == nil {
-		s.tree = btree.NewG(btreeDegree, lessByStart)
+		s.tree = newTree()
 	}
 	merged := r
 	replaced := buf[:0]
 	// The predecessor, the last range starting at or before r, absorbs r
 	// when it reaches r.Start (overlap or adjacency).
 	pred, hasPred := Range{}, false
-	s.tree.DescendLessOrEqual(Range{Start: r.Start}, func(p Range) bool {
+	s.tree.DescendHint(Range{Start: r.Start}, func(p Range) bool {
 		pred, hasPred = p, true
 		return false
-	})
+	}, &s.hint)
 	predAbsorbed := hasPred && pred.End >= r.Start
 	if predAbsorbed {
 		if pred.End >= r.End {
@@ -88,7 +93,7 @@ func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
 		replaced = append(replaced, pred)
 	}
 	// Successors starting at or before the merged end overlap or touch it.
-	s.tree.AscendGreaterOrEqual(Range{Start: r.Start}, func(n Range) bool {
+	s.tree.AscendHint(Range{Start: r.Start}, func(n Range) bool {
 		if n.Start > merged.End {
 			return false
 		}
@@ -98,16 +103,16 @@ func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
 		replaced = append(replaced, n)
 		merged.End = max(merged.End, n.End)
 		return true
-	})
+	}, &s.hint)
 	var absorbed uint64
 	for _, old := range replaced {
 		// The range keyed at merged.Start is overwritten below, in place.
 		if old.Start != merged.Start {
-			s.tree.Delete(old)
+			s.tree.DeleteHint(old, &s.hint)
 		}
 		absorbed += old.Len()
 	}
-	s.tree.ReplaceOrInsert(merged)
+	s.tree.SetHint(merged, &s.hint)
 	added := merged.Len() - absorbed
 	s.batches += added
 	s.checkInvariants()
@@ -126,7 +131,7 @@ func (s *RangeSet) Union(o *RangeSet) {
 func (s *RangeSet) Contains(b uint64) bool {
 	found := false
 	if s.tree != nil {
-		s.tree.DescendLessOrEqual(Range{Start: b}, func(p Range) bool {
+		s.tree.Descend(Range{Start: b}, func(p Range) bool {
 			found = p.Contains(b)
 			return false
 		})
@@ -141,7 +146,7 @@ func (s *RangeSet) ContainsRange(r Range) bool {
 		return false
 	}
 	found := false
-	s.tree.DescendLessOrEqual(Range{Start: r.Start}, func(p Range) bool {
+	s.tree.Descend(Range{Start: r.Start}, func(p Range) bool {
 		found = p.End >= r.End
 		return false
 	})
@@ -183,7 +188,7 @@ func (s *RangeSet) Last() (r Range, ok bool) {
 func (s *RangeSet) All() iter.Seq[Range] {
 	return func(yield func(Range) bool) {
 		if s.tree != nil {
-			s.tree.Ascend(yield)
+			s.tree.Scan(yield)
 		}
 	}
 }
@@ -213,12 +218,13 @@ func (s *RangeSet) Equal(o *RangeSet) bool {
 	return true
 }
 
-// Clone returns an independent copy of s.
+// Clone returns an independent copy of s. It marks s's storage as shared, so
+// it must not run concurrently with any other use of s.
 func (s *RangeSet) Clone() RangeSet {
 	if s.tree == nil {
 		return RangeSet{}
 	}
-	return RangeSet{tree: s.tree.Clone(), batches: s.batches}
+	return RangeSet{tree: s.tree.Copy(), batches: s.batches}
 }
 
 // String formats the set as "{[1,3) [4,6)}".

@@ -130,6 +130,10 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
 			fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
 	}
+	// The checkpoint's ranges must be in Pebble before they can be marked.
+	if err := s.flushLocked(); err != nil {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+	}
 	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked()}
 	if len(cp.Ranges) == 0 {
 		return nil, nil

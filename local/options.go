@@ -24,6 +24,19 @@ type Options struct {
 	// accepts, since coverage may lag and the durable tier is the record.
 	Sync bool
 
+	// CommitDelay is how long, with Sync off, a record may wait in memory
+	// before it is written to Pebble together with the records around it.
+	// Writes to the same key coalesce, so a run of in-order records costs one
+	// Pebble write per delay instead of one each. A killed process loses at
+	// most this window (a lag, which the design accepts); readers of this
+	// Store see every record at once. Zero value: 2ms. Negative: write every
+	// record before Record returns. Ignored when Sync is set.
+	CommitDelay time.Duration
+
+	// MaxUncommitted caps how many keys wait for the next write; reaching it
+	// writes at once. Zero value: 1024.
+	MaxUncommitted int
+
 	// Reference is the sink whose coverage Diagnostics measures other sinks'
 	// gaps against. Zero value: coverage.RawSink ("raw").
 	Reference string
@@ -44,6 +57,12 @@ type Options struct {
 
 // EnsureDefaults fills in the zero-valued fields with their defaults.
 func (o *Options) EnsureDefaults() {
+	if o.CommitDelay == 0 {
+		o.CommitDelay = 2 * time.Millisecond
+	}
+	if o.MaxUncommitted == 0 {
+		o.MaxUncommitted = 1024
+	}
 	if o.Reference == "" {
 		o.Reference = coverage.RawSink
 	}
@@ -59,6 +78,9 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	if o.Dir == "" {
 		return errors.New("local: Options.Dir is empty: name a directory on the pod's own disk")
+	}
+	if o.MaxUncommitted < 0 {
+		return fmt.Errorf("local: Options.MaxUncommitted is %d: it must be positive", o.MaxUncommitted)
 	}
 	if err := (coverage.Destination{Sink: o.Reference, Topic: "t"}).Validate(); err != nil {
 		return fmt.Errorf("local: Options.Reference: %w", err)

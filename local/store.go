@@ -35,7 +35,8 @@ type Store struct {
 	// key. It is rebuilt from Pebble on open, changed only after a Pebble
 	// commit succeeded, and reloaded from Pebble when one fails.
 	dests    map[coverage.Destination]*destState
-	batch    *pebble.Batch // reused by Record under mu
+	batch    *pebble.Batch // reused by flushLocked under mu
+	w        uncommitted
 	keyBuf   []byte
 	mergeBuf []coverage.Range
 	ckpt     checkpointState
@@ -107,6 +108,7 @@ func open(opts Options) (*Store, error) {
 		writeOpts: pebble.NoSync,
 		dests:     make(map[coverage.Destination]*destState),
 		batch:     db.NewBatch(),
+		w:         uncommitted{ops: make(map[string][]byte), dests: make(map[coverage.Destination]struct{})},
 	}
 	if opts.Sync {
 		s.writeOpts = pebble.Sync
@@ -153,28 +155,21 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 		return nil // already covered: nothing to write
 	}
 	now := s.opts.Now()
-	b := s.batch
-	b.Reset()
 	for _, old := range m.Replaced {
 		if old.Start != m.Merged.Start {
 			s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, old.Start)
-			_ = b.Delete(s.keyBuf, nil)
+			s.stageLocked(d, s.keyBuf, nil, now)
 		}
 	}
 	s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, m.Merged.Start)
-	_ = b.Set(s.keyBuf, encodeUint64(m.Merged.End), nil)
+	s.stageLocked(d, s.keyBuf, encodeUint64(m.Merged.End), now)
 	startsPending := st.pendingSince.IsZero()
 	if startsPending {
-		_ = b.Set(destinationPrefix(s.keyBuf[:0], kindPendingSince, d), encodeUint64(uint64(now.UnixNano())), nil)
+		s.keyBuf = destinationPrefix(s.keyBuf[:0], kindPendingSince, d)
+		s.stageLocked(d, s.keyBuf, encodeUint64(uint64(now.UnixNano())), now)
 	}
-	if err := b.Commit(s.writeOpts); err != nil {
-		// The in-memory set already holds r: make it agree with Pebble.
-		s.opts.Logger.Error("local record failed; reloading the destination from disk", "destination", d.String(), "range", r.String(), "err", err)
-		if reloadErr := s.reloadLocked(d); reloadErr != nil {
-			s.closed = true
-			return coverage.NewError("record", d, r, fmt.Errorf("%w: write failed (%v) and reload failed: %w", coverage.ErrCorrupt, err, reloadErr))
-		}
-		return coverage.NewError("record", d, r, fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	if err := s.maybeFlushLocked(now); err != nil {
+		return coverage.NewError("record", d, r, err)
 	}
 	if startsPending {
 		st.pendingSince = now
@@ -193,8 +188,9 @@ func (s *Store) Covered(ctx context.Context, d coverage.Destination) (coverage.R
 	if err := ctx.Err(); err != nil {
 		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	// Clone marks the set shared, a write: take the lock exclusively.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, coverage.ErrClosed)
 	}
@@ -230,7 +226,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.batch.Close(), s.db.Flush(), s.db.Close())
+	err := errors.Join(s.flushLocked(), s.batch.Close(), s.db.Flush(), s.db.Close())
 	if s.releaseLock != nil {
 		err = errors.Join(err, s.releaseLock())
 	}

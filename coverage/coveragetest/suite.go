@@ -36,6 +36,7 @@ type Harness struct {
 func Run(t *testing.T, h Harness) {
 	t.Run("GapScenario", func(t *testing.T) { testGapScenario(t, h) })
 	t.Run("ConcurrentOwnersUnion", func(t *testing.T) { testConcurrentOwners(t, h) })
+	t.Run("ConcurrentReadersAndWriters", func(t *testing.T) { testConcurrentReaders(t, h) })
 	t.Run("NeverCloseUnverifiedGap", func(t *testing.T) { testRandomAgainstModel(t, h) })
 	t.Run("BadInputChangesNothing", func(t *testing.T) { testBadInput(t, h) })
 	t.Run("Destinations", func(t *testing.T) { testDestinations(t, h) })
@@ -164,6 +165,58 @@ func testConcurrentOwners(t *testing.T, h Harness) {
 	expectSet(t, "union of two owners", got, want)
 	if got.Len() != 100 {
 		t.Fatalf("want 100 ranges separated by one-batch holes, got %d", got.Len())
+	}
+}
+
+// testConcurrentReaders reads coverage while writers record, as a pod's
+// diagnostics and checkpointer do; under -race it finds unsynchronized
+// sharing between a returned set and the store's own.
+func testConcurrentReaders(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := context.Background()
+	d := dest("lake", 1)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range uint64(300) {
+				start := i*4 + uint64(w)*2
+				if err := s.Record(ctx, d, coverage.Range{Start: start, End: start + 1}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var last uint64
+			for range 100 {
+				set, err := s.Covered(ctx, d)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if set.Batches() < last {
+					t.Errorf("coverage shrank from %d to %d batches", last, set.Batches())
+					return
+				}
+				last = set.Batches()
+				_ = set.Add(coverage.Range{Start: 5000, End: 5001}) // the caller owns its copy
+				if _, err := s.Destinations(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := covered(t, s, d)
+	if got.Batches() != 600 || got.Contains(5000) {
+		t.Fatalf("after concurrent reads and writes: %d batches, %v", got.Batches(), got.String())
 	}
 }
 
