@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -24,10 +26,15 @@ type Destination struct {
 }
 
 // Validate reports ErrInvalidDestination for an empty, overlong or non-UTF-8
-// sink or topic name, or a negative partition.
+// sink or topic name, a sink name with a control character, or a negative
+// partition. Sink names are configured identifiers, and the durable table
+// uses them in file paths; topic names may hold any UTF-8.
 func (d Destination) Validate() error {
 	if err := validateName("sink", d.Sink); err != nil {
 		return err
+	}
+	if i := strings.IndexFunc(d.Sink, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%w: sink name %q has a control character at byte %d", ErrInvalidDestination, d.Sink, i)
 	}
 	if err := validateName("topic", d.Topic); err != nil {
 		return err
@@ -84,4 +91,11 @@ func (d Destination) Compare(o Destination) int {
 func (d Destination) WithSink(sink string) Destination {
 	d.Sink = sink
 	return d
+}
+
+// DestinationRanges are ranges of one destination, in ascending order: the
+// unit in which coverage moves between the tiers.
+type DestinationRanges struct {
+	Destination Destination `json:"destination"`
+	Ranges      []Range     `json:"ranges"`
 }

@@ -25,16 +25,10 @@ type Checkpoint struct {
 	// created: IDs restart in a store recreated after corruption, names don't.
 	Store   string              `json:"store"`
 	BegunAt time.Time           `json:"begun_at"`
-	Ranges  []DestinationRanges `json:"ranges"`
+	Ranges  []coverage.DestinationRanges `json:"ranges"`
 	// Resumed marks a checkpoint begun before the store was last opened and
 	// never committed or aborted: the durable tier may already hold it.
 	Resumed bool `json:"-"`
-}
-
-// DestinationRanges are ranges of one destination, in order.
-type DestinationRanges struct {
-	Destination coverage.Destination `json:"destination"`
-	Ranges      []coverage.Range     `json:"ranges"`
 }
 
 // Name is the checkpoint's unique name, "store/id".
@@ -159,13 +153,13 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 }
 
 // pendingLocked is, per destination, what is covered and not checkpointed.
-func (s *Store) pendingLocked() []DestinationRanges {
-	var out []DestinationRanges
+func (s *Store) pendingLocked() []coverage.DestinationRanges {
+	var out []coverage.DestinationRanges
 	for _, d := range s.sortedDestinationsLocked() {
 		st := s.dests[d]
 		pending := coverage.Gaps(&st.covered, &st.checkpointed)
 		if !pending.IsEmpty() {
-			out = append(out, DestinationRanges{Destination: d, Ranges: pending.Ranges()})
+			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: pending.Ranges()})
 		}
 	}
 	return out
@@ -271,9 +265,9 @@ func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
 
 func cloneCheckpoint(c *Checkpoint) *Checkpoint {
 	out := *c
-	out.Ranges = make([]DestinationRanges, len(c.Ranges))
+	out.Ranges = make([]coverage.DestinationRanges, len(c.Ranges))
 	for i, dr := range c.Ranges {
-		out.Ranges[i] = DestinationRanges{Destination: dr.Destination, Ranges: append([]coverage.Range(nil), dr.Ranges...)}
+		out.Ranges[i] = coverage.DestinationRanges{Destination: dr.Destination, Ranges: append([]coverage.Range(nil), dr.Ranges...)}
 	}
 	return &out
 }

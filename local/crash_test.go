@@ -109,13 +109,13 @@ type crashLog struct {
 	path      string
 	offset    int64
 	attempted map[coverage.Destination]*coverage.RangeSet
-	begun     map[string][]DestinationRanges
+	begun     map[string][]coverage.DestinationRanges
 	marked    map[coverage.Destination]*coverage.RangeSet // ranges of checkpoints the children marked
 }
 
 func newCrashLog(path string) *crashLog {
 	return &crashLog{path: path, attempted: map[coverage.Destination]*coverage.RangeSet{},
-		begun: map[string][]DestinationRanges{}, marked: map[coverage.Destination]*coverage.RangeSet{}}
+		begun: map[string][]coverage.DestinationRanges{}, marked: map[coverage.Destination]*coverage.RangeSet{}}
 }
 
 // update reads the lines appended since the last call. A torn last line
@@ -160,7 +160,7 @@ func (l *crashLog) apply(t *testing.T, line string) {
 		end, _ := strconv.ParseUint(fields[3], 10, 64)
 		add(l.attempted, crashDests[d], coverage.Range{Start: start, End: end})
 	case "B":
-		var ranges []DestinationRanges
+		var ranges []coverage.DestinationRanges
 		if err := json.Unmarshal([]byte(f[2]), &ranges); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}

@@ -1,0 +1,190 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Commit is one append to the coverage table: the ranges of one checkpoint.
+type Commit struct {
+	// Name is the checkpoint's unique name; a commit of unknown outcome is
+	// looked for by it before it is tried again.
+	Name string
+	// Writer names the pod or job that writes it.
+	Writer string
+	// Ranges are the covered ranges, per destination.
+	Ranges []coverage.DestinationRanges
+}
+
+// Validate reports a commit the table cannot hold.
+func (c *Commit) Validate() error {
+	if c.Name == "" || c.Writer == "" {
+		return fmt.Errorf("iceberg: a commit needs a checkpoint name and a writer (got %q, %q)", c.Name, c.Writer)
+	}
+	for _, dr := range c.Ranges {
+		for _, r := range dr.Ranges {
+			if err := coverage.ValidateRecord(dr.Destination, r); err != nil {
+				return err
+			}
+			if r.End > MaxBatchEnd {
+				return coverage.NewError("checkpoint", dr.Destination, r,
+					fmt.Errorf("%w: batch ids past %d do not fit the table's long columns", coverage.ErrInvalidRange, uint64(MaxBatchEnd)))
+			}
+		}
+	}
+	return nil
+}
+
+// Append writes the commit's rows as data files once, then commits them in
+// one append snapshot whose summary names the writer and the checkpoint. A
+// conflicting commit is retried on a freshly loaded table with the same
+// files; a commit that failed without proving it did not land is first
+// looked for by name. It returns nil only once the snapshot is in the table,
+// so a caller may then mark the ranges checkpointed; an error means the
+// ranges may or may not be there, and they must stay pending (a duplicate
+// row is harmless to coverage).
+func (t *Table) Append(ctx context.Context, c Commit) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(t.opts.CommitTimeout)
+	tbl, err := t.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if landed(tbl, c.Name) {
+		return nil
+	}
+	files, err := t.writeFiles(ctx, tbl, c)
+	if err != nil {
+		return err
+	}
+	props := ice.Properties{SummaryWriter: c.Writer, SummaryCheckpoint: c.Name}
+	for attempt := 1; ; attempt++ {
+		txn := tbl.NewTransaction()
+		err = txn.AddDataFiles(ctx, files, props)
+		if err == nil {
+			_, err = txn.Commit(ctx)
+		}
+		if err == nil {
+			return nil
+		}
+		conflict := isConflict(err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("iceberg: checkpoint %s on %s: %w", c.Name, t.Name(), ctx.Err())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: checkpoint %s on %s after %d attempts: %w", ErrCommitTimeout, c.Name, t.Name(), attempt, err)
+		}
+		t.opts.Logger.Debug("coverage commit retry", "table", t.Name(), "checkpoint", c.Name, "attempt", attempt, "conflict", conflict, "err", err)
+		if !conflict {
+			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+				return err
+			}
+		}
+		if tbl, err = t.Load(ctx); err != nil {
+			if ctx.Err() != nil || time.Now().After(deadline) {
+				return err
+			}
+			continue
+		}
+		if !conflict && landed(tbl, c.Name) {
+			return nil // the failed-looking commit had landed
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// writeFiles writes the commit's rows with iceberg-go's writer, sorted by
+// destination and start, into the table's data location.
+func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, c Commit) ([]ice.DataFile, error) {
+	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: arrow schema of %s: %w", t.Name(), err)
+	}
+	rec, err := buildRecord(schema, c, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	var files []ice.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, schema, iter.Seq2[arrow.RecordBatch, error](records)) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: writing data files of checkpoint %s to %s: %w", coverage.ErrUnavailable, c.Name, t.Name(), err)
+		}
+		files = append(files, df)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("iceberg: the writer produced no data file")
+	}
+	return files, nil
+}
+
+// buildRecord lays the commit's rows out in the table's arrow schema, looked
+// up by column name so that extra columns another engine added stay null.
+func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	col := func(name string) array.Builder {
+		idx := schema.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil
+		}
+		return b.Field(idx[0])
+	}
+	sink, topic := col(ColSink).(*array.StringBuilder), col(ColTopic).(*array.StringBuilder)
+	partition := col(ColPartition).(*array.Int32Builder)
+	start, end := col(ColRangeStart).(*array.Int64Builder), col(ColRangeEnd).(*array.Int64Builder)
+	writer, checkpoint := col(ColWriter).(*array.StringBuilder), col(ColCheckpointID).(*array.StringBuilder)
+	recordedAt := col(ColRecordedAt).(*array.TimestampBuilder)
+	ts, err := arrow.TimestampFromTime(now, arrow.Microsecond)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: timestamp %s: %w", now, err)
+	}
+	rows := 0
+	for _, dr := range c.Ranges {
+		for _, r := range dr.Ranges {
+			sink.Append(dr.Destination.Sink)
+			topic.Append(dr.Destination.Topic)
+			partition.Append(dr.Destination.Partition)
+			start.Append(int64(r.Start))
+			end.Append(int64(r.End))
+			writer.Append(c.Writer)
+			checkpoint.Append(c.Name)
+			recordedAt.Append(ts)
+			rows++
+		}
+	}
+	for i, f := range schema.Fields() {
+		if b.Field(i).Len() < rows {
+			if !f.Nullable {
+				return nil, fmt.Errorf("%w: required column %s is not one covmirror writes", ErrIncompatibleTable, f.Name)
+			}
+			for b.Field(i).Len() < rows {
+				b.Field(i).AppendNull()
+			}
+		}
+	}
+	return b.NewRecordBatch(), nil
+}

@@ -1,0 +1,111 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers type=rest
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the SQL catalog on PostgreSQL
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go, for the embedded default
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// EmbeddedProps are the catalog properties of the embedded default: the SQL
+// catalog on a SQLite file and a warehouse directory, both under stateDir.
+// The DSN sets WAL and a busy timeout so that two processes (a pipeline and a
+// scheduled compaction, say) can share the catalog.
+func EmbeddedProps(stateDir string) (map[string]string, error) {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: state directory %s: %w", stateDir, err)
+	}
+	warehouse := filepath.Join(abs, "warehouse")
+	if err := os.MkdirAll(warehouse, 0o755); err != nil {
+		return nil, fmt.Errorf("iceberg: creating the warehouse %s: %w", warehouse, err)
+	}
+	return map[string]string{
+		"type":                "sql",
+		"uri":                 SQLiteDSN(filepath.Join(abs, "catalog.db")),
+		sqlcat.DriverKey:      "sqlite",
+		sqlcat.DialectKey:     string(sqlcat.SQLite),
+		"warehouse":           "file://" + warehouse,
+		"init_catalog_tables": "true",
+	}, nil
+}
+
+// SQLiteDSN is the modernc.org/sqlite DSN for a catalog file shared by
+// several processes: WAL journaling and a 30 s busy timeout.
+func SQLiteDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+}
+
+// OpenCatalog opens raw's catalog from iceberg-go catalog properties (type,
+// uri, warehouse, s3.*, rest.*, sql.driver, sql.dialect, ...) through
+// iceberg-go's registry. "sql" catalogs with driver "sqlite" (modernc) or
+// "pgx" (PostgreSQL) and "rest" catalogs work from properties alone. The
+// name is the catalog's name in iceberg-go's configuration file, usually
+// empty.
+func OpenCatalog(ctx context.Context, name string, props map[string]string) (catalog.Catalog, error) {
+	if props["type"] == "" && !strings.Contains(props["uri"], "://") {
+		return nil, fmt.Errorf("iceberg: catalog properties name no type (sql, rest, ...) and no uri with a scheme: got keys %s", keys(props))
+	}
+	if props["type"] == "sql" {
+		if err := sqlPrecheck(props); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := catalog.Load(ctx, name, ice.Properties(props))
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening the %s catalog at %s: %w", coverage.ErrUnavailable, props["type"], redact(props["uri"]), err)
+	}
+	return cat, nil
+}
+
+// sqlPrecheck catches the SQL catalog's easy mistakes with a clear message
+// before database/sql turns them into a late, vague one.
+func sqlPrecheck(props map[string]string) error {
+	switch props[sqlcat.DriverKey] {
+	case "":
+		return fmt.Errorf("iceberg: the sql catalog needs %s (sqlite or pgx)", sqlcat.DriverKey)
+	case "sqlite", "pgx":
+	default:
+		return fmt.Errorf("iceberg: %s=%q is not linked in: use sqlite (modernc.org/sqlite) or pgx (PostgreSQL)", sqlcat.DriverKey, props[sqlcat.DriverKey])
+	}
+	if props[sqlcat.DialectKey] == "" {
+		return fmt.Errorf("iceberg: the sql catalog needs %s (sqlite or postgres)", sqlcat.DialectKey)
+	}
+	if props["uri"] == "" {
+		return fmt.Errorf("iceberg: the sql catalog needs a uri (a SQLite DSN or a PostgreSQL URL)")
+	}
+	return nil
+}
+
+func keys(m map[string]string) string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// redact hides a password in a URI for error messages.
+func redact(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.User == nil {
+		return uri
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,15 @@
+package iceberg
+
+import "errors"
+
+var (
+	// ErrIncompatibleTable: the named table exists with a schema covmirror
+	// cannot use. It is never altered: use another table name, or fix or
+	// drop the table.
+	ErrIncompatibleTable = errors.New("table has an incompatible schema")
+
+	// ErrCommitTimeout: a commit kept conflicting or failing until
+	// Options.CommitTimeout passed. Nothing is lost: the local tier keeps
+	// the ranges pending and the next checkpoint carries them.
+	ErrCommitTimeout = errors.New("commit did not land before the deadline")
+)

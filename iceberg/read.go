@@ -1,0 +1,106 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Filter selects rows of the coverage table; empty fields match everything.
+// A sink filter prunes the other sinks' files through the partition spec.
+type Filter struct {
+	Sink      string
+	Topic     string
+	Partition *int32
+}
+
+func (f Filter) expr() ice.BooleanExpression {
+	var e ice.BooleanExpression = ice.AlwaysTrue{}
+	if f.Sink != "" {
+		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColSink), f.Sink))
+	}
+	if f.Topic != "" {
+		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColTopic), f.Topic))
+	}
+	if f.Partition != nil {
+		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColPartition), *f.Partition))
+	}
+	return e
+}
+
+// Coverage reads the committed coverage of every destination the filter
+// selects: the union of the rows, merged per destination.
+func (t *Table) Coverage(ctx context.Context, f Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+	tbl, err := t.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ReadCoverage(ctx, tbl, f)
+}
+
+// ReadCoverage is Coverage on already loaded table metadata.
+func ReadCoverage(ctx context.Context, tbl *table.Table, f Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+	out := map[coverage.Destination]*coverage.RangeSet{}
+	if tbl.CurrentSnapshot() == nil {
+		return out, nil
+	}
+	scan := tbl.Scan(table.WithRowFilter(f.expr()),
+		table.WithSelectedFields(ColSink, ColTopic, ColPartition, ColRangeStart, ColRangeEnd))
+	_, records, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+	}
+	for rec, err := range records {
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+		}
+		err = addRows(out, rec)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func addRows(out map[coverage.Destination]*coverage.RangeSet, rec arrow.RecordBatch) error {
+	col := func(name string) arrow.Array {
+		idx := rec.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			return nil
+		}
+		return rec.Column(idx[0])
+	}
+	sink, sinkOK := col(ColSink).(*array.String)
+	topic, topicOK := col(ColTopic).(*array.String)
+	partition, partOK := col(ColPartition).(*array.Int32)
+	start, startOK := col(ColRangeStart).(*array.Int64)
+	end, endOK := col(ColRangeEnd).(*array.Int64)
+	if !sinkOK || !topicOK || !partOK || !startOK || !endOK {
+		return fmt.Errorf("%w: scan returned columns %s", ErrIncompatibleTable, rec.Schema())
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
+		s, e := start.Value(i), end.Value(i)
+		r := coverage.Range{Start: uint64(s), End: uint64(e)}
+		if s < 0 || e <= s {
+			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
+				coverage.ErrCorrupt, d, s, e)
+		}
+		set := out[d]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			out[d] = set
+		}
+		if err := set.Add(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

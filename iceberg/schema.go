@@ -1,0 +1,68 @@
+package iceberg
+
+import (
+	"fmt"
+	"strings"
+
+	ice "github.com/apache/iceberg-go"
+)
+
+// Column names of the coverage table. The table is a log of covered ranges:
+// one row per range a writer checkpointed. Readers union the rows, so a
+// duplicated row is harmless and appends from concurrent owners always
+// combine. Batch ids are stored as long: the durable tier holds ranges whose
+// end is at most MaxBatchEnd.
+const (
+	ColSink         = "sink"          // string, required: the sink the range was written to
+	ColTopic        = "topic"         // string, required
+	ColPartition    = "partition"     // int, required
+	ColRangeStart   = "range_start"   // long, required: first batch id, inclusive
+	ColRangeEnd     = "range_end"     // long, required: batch id after the last, exclusive
+	ColWriter       = "writer"        // string, required: the pod or job that checkpointed the row
+	ColCheckpointID = "checkpoint_id" // string, required: the checkpoint's unique name
+	ColRecordedAt   = "recorded_at"   // timestamptz, required: when the checkpoint was committed
+)
+
+// MaxBatchEnd is the largest range end the durable table can store.
+const MaxBatchEnd = 1<<63 - 1
+
+// CoverageSchema is the coverage table's schema. Its partition spec is
+// identity(sink), so a query for one sink skips the other sinks' files.
+func CoverageSchema() *ice.Schema {
+	return ice.NewSchema(0,
+		ice.NestedField{ID: 1, Name: ColSink, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 2, Name: ColTopic, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 3, Name: ColPartition, Type: ice.PrimitiveTypes.Int32, Required: true},
+		ice.NestedField{ID: 4, Name: ColRangeStart, Type: ice.PrimitiveTypes.Int64, Required: true},
+		ice.NestedField{ID: 5, Name: ColRangeEnd, Type: ice.PrimitiveTypes.Int64, Required: true},
+		ice.NestedField{ID: 6, Name: ColWriter, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 7, Name: ColCheckpointID, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 8, Name: ColRecordedAt, Type: ice.PrimitiveTypes.TimestampTz, Required: true},
+	)
+}
+
+// CoverageSpec partitions the coverage table by sink.
+func CoverageSpec() ice.PartitionSpec {
+	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: ColSink, Transform: ice.IdentityTransform{}})
+}
+
+// checkSchema reports how an existing table's schema differs from want: a
+// missing column or one of another type or optionality. Extra columns are
+// allowed (another engine may have added one); nothing is ever altered.
+func checkSchema(ident string, got, want *ice.Schema) error {
+	var problems []string
+	for _, f := range want.Fields() {
+		g, ok := got.FindFieldByName(f.Name)
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("column %s is missing", f.Name))
+		case !g.Type.Equals(f.Type):
+			problems = append(problems, fmt.Sprintf("column %s is %s, want %s", f.Name, g.Type, f.Type))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: table %s: %s; covmirror never alters a table: point it at another table name or fix this one",
+			ErrIncompatibleTable, ident, strings.Join(problems, "; "))
+	}
+	return nil
+}

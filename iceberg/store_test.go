@@ -1,0 +1,41 @@
+package iceberg
+
+import (
+	"context"
+	"testing"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/coverage/coveragetest"
+)
+
+// openEmbedded opens the coverage table in a fresh embedded catalog (SQLite
+// file and local warehouse under a temporary directory).
+func openEmbedded(t testing.TB) *Table {
+	t.Helper()
+	props, err := EmbeddedProps(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openWith(t, props)
+}
+
+func openWith(t testing.TB, props map[string]string) *Table {
+	t.Helper()
+	cat, err := OpenCatalog(context.Background(), "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Open(context.Background(), cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func TestConformanceEmbedded(t *testing.T) {
+	coveragetest.Run(t, coveragetest.Harness{
+		Open:           func(t *testing.T) coverage.Store { return NewStore(openEmbedded(t), "test") },
+		InOrderRecords: 20,
+		Light:          true,
+	})
+}

@@ -1,0 +1,176 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Snapshot summary properties every covmirror commit sets.
+const (
+	SummaryWriter     = "covmirror.writer"
+	SummaryCheckpoint = "covmirror.checkpoint"
+)
+
+// Options configures Open. Zero values are documented defaults.
+type Options struct {
+	// Namespace of the coverage table. Zero value: ["covmirror"].
+	Namespace []string
+	// Name of the coverage table. Zero value: "coverage".
+	Name string
+	// CommitTimeout bounds how long one append keeps retrying conflicting
+	// or failing commits. Zero value: 2 minutes.
+	CommitTimeout time.Duration
+	// Logger receives retries and recoveries. Zero value: discard.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills in zero values.
+func (o *Options) EnsureDefaults() {
+	if len(o.Namespace) == 0 {
+		o.Namespace = []string{"covmirror"}
+	}
+	if o.Name == "" {
+		o.Name = "coverage"
+	}
+	if o.CommitTimeout == 0 {
+		o.CommitTimeout = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports unusable options.
+func (o *Options) Validate() error {
+	for _, part := range append(append([]string{}, o.Namespace...), o.Name) {
+		if part == "" || strings.ContainsAny(part, ".\x00") {
+			return fmt.Errorf("iceberg: namespace and table names must be non-empty and contain no dot: %q.%q", o.Namespace, o.Name)
+		}
+	}
+	if o.CommitTimeout < 0 {
+		return fmt.Errorf("iceberg: Options.CommitTimeout is negative")
+	}
+	return nil
+}
+
+// Table is the coverage table in raw's catalog: the durable tier. It is a
+// log of covered ranges; a reader unions its rows. Safe for concurrent use.
+type Table struct {
+	cat   catalog.Catalog
+	ident table.Identifier
+	opts  Options
+}
+
+// Open opens the coverage table, creating the namespace and the table if
+// missing. An existing table with an incompatible schema fails with
+// ErrIncompatibleTable and is left as it is.
+func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Table{cat: cat, ident: append(append(table.Identifier{}, opts.Namespace...), opts.Name), opts: opts}
+	if err := cat.CreateNamespace(ctx, opts.Namespace, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		if exists, checkErr := cat.CheckNamespaceExists(ctx, opts.Namespace); checkErr != nil || !exists {
+			return nil, fmt.Errorf("%w: creating namespace %s: %w", coverage.ErrUnavailable, strings.Join(opts.Namespace, "."), err)
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, t.ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		tbl, err = t.create(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading table %s: %w", coverage.ErrUnavailable, t.Name(), err)
+	}
+	if err := checkSchema(t.Name(), tbl.Schema(), CoverageSchema()); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) create(ctx context.Context) (*table.Table, error) {
+	spec := CoverageSpec()
+	tbl, err := t.cat.CreateTable(ctx, t.ident, CoverageSchema(),
+		catalog.WithPartitionSpec(&spec),
+		catalog.WithProperties(ice.Properties{
+			table.PropertyFormatVersion:       "2",
+			table.ManifestMergeEnabledKey:     "true",
+			table.ManifestMinMergeCountKey:    "20",
+			"covmirror.schema":                "coverage/1",
+			table.WriteTargetFileSizeBytesKey: "134217728",
+		}))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return t.cat.LoadTable(ctx, t.ident) // another process created it first
+	}
+	return tbl, err
+}
+
+// Name is the table's dotted identifier.
+func (t *Table) Name() string { return strings.Join(t.ident, ".") }
+
+// Load returns the table's current metadata from the catalog.
+func (t *Table) Load(ctx context.Context) (*table.Table, error) {
+	tbl, err := t.cat.LoadTable(ctx, t.ident)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading table %s: %w", coverage.ErrUnavailable, t.Name(), err)
+	}
+	return tbl, nil
+}
+
+// Catalog is the catalog the table lives in.
+func (t *Table) Catalog() catalog.Catalog { return t.cat }
+
+// Identifier is the table's identifier in its catalog.
+func (t *Table) Identifier() table.Identifier { return append(table.Identifier{}, t.ident...) }
+
+// commitBackoff is the pause before retry attempt n (from 1) of a commit
+// that failed without a conflict: capped exponential, jittered.
+func commitBackoff(n int) time.Duration {
+	d := 50 * time.Millisecond << min(n, 7)
+	d = min(d, 5*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+// isConflict reports a commit that certainly did not land because the table
+// moved under it: iceberg-go's ErrCommitFailed, or the SQL catalog's
+// requirement check ("requirement failed: branch main has changed").
+func isConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "requirement failed") || strings.Contains(msg, "has changed") ||
+		strings.Contains(msg, "database is locked")
+}
+
+// landed reports whether a snapshot of tbl carries the checkpoint's name.
+func landed(tbl *table.Table, checkpoint string) bool {
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties[SummaryCheckpoint] == checkpoint {
+			return true
+		}
+	}
+	return false
+}
+
+// Landed reports whether the named checkpoint is in the table: the check a
+// writer makes after a commit of unknown outcome, or for a checkpoint
+// resumed after a restart.
+func (t *Table) Landed(ctx context.Context, checkpoint string) (bool, error) {
+	tbl, err := t.Load(ctx)
+	if err != nil {
+		return false, err
+	}
+	return landed(tbl, checkpoint), nil
+}
