@@ -23,8 +23,8 @@ type Checkpoint struct {
 	ID uint64 `json:"id"`
 	// Store is a random name given to the store's directory when it was
 	// created: IDs restart in a store recreated after corruption, names don't.
-	Store   string              `json:"store"`
-	BegunAt time.Time           `json:"begun_at"`
+	Store   string                       `json:"store"`
+	BegunAt time.Time                    `json:"begun_at"`
 	Ranges  []coverage.DestinationRanges `json:"ranges"`
 	// Resumed marks a checkpoint begun before the store was last opened and
 	// never committed or aborted: the durable tier may already hold it.
