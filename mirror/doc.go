@@ -1,8 +1,17 @@
-// Package mirror will tie the two tiers together: Record into the local tier,
-// Sync to checkpoint into the durable table, a background loop with capped
-// backoff, rebalance resumption and recovery planning from committed
-// coverage only.
+// Package mirror ties the tiers together. Record goes to the pod-local tier;
+// Sync checkpoints everything pending into the durable coverage table; Run
+// calls Sync on an interval (the design's knob) with capped backoff; Close
+// runs a final checkpoint. Resume is what a new owner reads after a
+// rebalance and Plan is the single recovery worker's plan, both from the
+// durable table only.
 //
-// The invariant it owns: nothing is marked checkpointed before the durable
-// commit returned, and recovery plans only from what the durable tier holds.
+// # The invariant it owns
+//
+// Nothing is marked checkpointed before the durable commit returned: Sync
+// appends a checkpoint to the table and only then commits it in the local
+// tier. A checkpoint whose commit failed, or whose outcome is unknown, stays
+// in flight; the next Sync looks for it in the table by name before it
+// appends it again. A new owner and the recovery planner read only the
+// durable table, so coverage a dead pod never checkpointed is replayed (a
+// lag), never assumed (a lead).
 package mirror

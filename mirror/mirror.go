@@ -1,0 +1,165 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+)
+
+// Options configures New. Zero values are documented defaults.
+type Options struct {
+	// Local is the pod-local tier. Required; the Mirror closes it on Close.
+	Local *local.Store
+	// Durable is the coverage table in raw's catalog. Required.
+	Durable *iceberg.Table
+	// Writer names this pod in the table's rows and snapshot summaries.
+	// Required: a pod name, a hostname.
+	Writer string
+	// Interval is the checkpoint interval: the design's knob. Losing the
+	// pod replays at most about this much per sink. Zero value: 30s.
+	Interval time.Duration
+	// MaxBackoff caps the wait between failed checkpoints; failures back
+	// off exponentially from Interval/10. Zero value: 5m.
+	MaxBackoff time.Duration
+	// Logger receives checkpoint failures and recoveries. Zero value:
+	// discard.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills in zero values.
+func (o *Options) EnsureDefaults() {
+	if o.Interval == 0 {
+		o.Interval = 30 * time.Second
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports unusable options.
+func (o *Options) Validate() error {
+	switch {
+	case o.Local == nil:
+		return errors.New("mirror: Options.Local is nil: open the pod-local tier with local.Open")
+	case o.Durable == nil:
+		return errors.New("mirror: Options.Durable is nil: open the coverage table with iceberg.Open")
+	case o.Writer == "":
+		return errors.New("mirror: Options.Writer is empty: name this pod (its hostname, say)")
+	case o.Interval < 0 || o.MaxBackoff < 0:
+		return errors.New("mirror: Options.Interval and MaxBackoff must not be negative")
+	}
+	return nil
+}
+
+// Mirror ties the tiers together: Record goes to the local tier, Sync
+// checkpoints what is pending into the durable table, Run does that on an
+// interval. Safe for concurrent use.
+type Mirror struct {
+	opts  Options
+	stats stats
+
+	syncMu   sync.Mutex       // one checkpoint at a time
+	inFlight *local.Checkpoint // begun and not resolved; guarded by syncMu
+}
+
+var _ coverage.Store = (*Mirror)(nil)
+
+// New returns a Mirror over the two tiers.
+func New(opts Options) (*Mirror, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Mirror{opts: opts}, nil
+}
+
+// Record records r for d in the local tier. Call it only after the sink's
+// durable acknowledgement; coverage.WriteThenRecord does exactly that.
+func (m *Mirror) Record(ctx context.Context, d coverage.Destination, r coverage.Range) error {
+	if r.End > iceberg.MaxBatchEnd {
+		return coverage.NewError("record", d, r,
+			fmt.Errorf("%w: batch ids past %d do not fit the durable table", coverage.ErrInvalidRange, uint64(iceberg.MaxBatchEnd)))
+	}
+	if err := m.opts.Local.Record(ctx, d, r); err != nil {
+		return err
+	}
+	m.stats.records.Add(1)
+	return nil
+}
+
+// Covered returns this pod's local view of d's coverage. Other nodes never
+// read it: a rebalancing owner uses Resume, recovery uses Plan.
+func (m *Mirror) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {
+	return m.opts.Local.Covered(ctx, d)
+}
+
+// Destinations lists the destinations this pod has recorded.
+func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, error) {
+	return m.opts.Local.Destinations(ctx)
+}
+
+// Sync runs one checkpoint now: it resolves a checkpoint left in flight (by
+// a failed Sync or a stopped process), then appends everything pending to
+// the durable table and, only once that commit has returned success, marks
+// it checkpointed in the local tier. On error everything not committed
+// stays pending and the next Sync carries it.
+func (m *Mirror) Sync(ctx context.Context) error {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	start := time.Now()
+	err := m.sync(ctx)
+	m.stats.observe(start, err)
+	if err != nil {
+		return fmt.Errorf("mirror: checkpoint of %s into %s: %w", m.opts.Local.Dir(), m.opts.Durable.Name(), err)
+	}
+	return nil
+}
+
+func (m *Mirror) sync(ctx context.Context) error {
+	for {
+		cp, leftover := m.inFlight, m.inFlight != nil
+		if cp == nil {
+			var err error
+			if cp, err = m.opts.Local.BeginCheckpoint(ctx); err != nil || cp == nil {
+				return err
+			}
+			leftover = cp.Resumed
+			m.inFlight = cp
+		}
+		// Append looks for cp by name first, so a leftover whose commit did
+		// land is not appended twice.
+		if err := m.opts.Durable.Append(ctx, iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges}); err != nil {
+			return err // cp stays in flight and pending
+		}
+		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {
+			return err // the durable tier holds cp; marking it is retried next time
+		}
+		m.inFlight = nil
+		m.stats.checkpoints.Add(1)
+		m.stats.checkpointedBatches.Add(cp.Batches())
+		if !leftover {
+			return nil
+		}
+		// A leftover predates what was recorded since: one more round.
+	}
+}
+
+// Close runs a final checkpoint and closes the local tier. The final
+// checkpoint's error, if any, is returned with the close's; what it could
+// not checkpoint stays in the local tier for the next run.
+func (m *Mirror) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	syncErr := m.Sync(ctx)
+	return errors.Join(syncErr, m.opts.Local.Close())
+}

@@ -1,0 +1,354 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+)
+
+var ctx = context.Background()
+
+func rg(start, end uint64) coverage.Range { return coverage.Range{Start: start, End: end} }
+
+// flakyCatalog is the real catalog with a switch that makes loading tables
+// fail, as an unreachable catalog does.
+type flakyCatalog struct {
+	catalog.Catalog
+	down atomic.Bool
+}
+
+var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+func (c *flakyCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	if c.down.Load() {
+		return nil, errDown
+	}
+	return c.Catalog.LoadTable(ctx, id)
+}
+
+type env struct {
+	props map[string]string
+	cat   *flakyCatalog
+	table *iceberg.Table
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	props, err := iceberg.EmbeddedProps(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakyCatalog{Catalog: cat}
+	tbl, err := iceberg.Open(ctx, flaky, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{props: props, cat: flaky, table: tbl}
+}
+
+// owner opens a pod: its own local tier in dir, the shared table.
+func (e *env) owner(t *testing.T, dir, writer string) *Mirror {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	l, err := local.Open(local.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{Local: l, Durable: e.table, Writer: writer, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func record(t *testing.T, m *Mirror, d coverage.Destination, start, end uint64) {
+	t.Helper()
+	if err := m.Record(ctx, d, rg(start, end)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func committed(t *testing.T, e *env, d coverage.Destination) []coverage.Range {
+	t.Helper()
+	all, err := e.table.Coverage(ctx, iceberg.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set := all[d]; set != nil {
+		return set.Ranges()
+	}
+	return nil
+}
+
+func TestSyncCommitsPendingAndOnlyThenMarks(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	record(t, m, d, 1, 5)
+	record(t, m, d, 9, 12)
+	if got := committed(t, e, d); got != nil {
+		t.Fatalf("committed before any checkpoint: %v", got)
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 5), rg(9, 12)}) {
+		t.Fatalf("committed %v", got)
+	}
+	if s := m.Stats(); s.PendingBatches != 0 || s.Checkpoints != 1 || s.Records != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := m.Sync(ctx); err != nil { // nothing pending: no commit
+		t.Fatal(err)
+	}
+	tbl, _ := e.table.Load(ctx)
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after one checkpoint and an empty one", n)
+	}
+}
+
+// TestRebalance: owner A checkpoints batches 1..100 of three sinks, records
+// 101..150 without a checkpoint and dies; owner B, reading only the table,
+// must be told to replay 101..150, never that they are covered.
+func TestRebalance(t *testing.T) {
+	e := newEnv(t)
+	a := e.owner(t, "", "pod-a")
+	sinks := []string{"lake", "search", "warehouse"}
+	all := append([]string{coverage.RawSink}, sinks...)
+	for _, sink := range all {
+		record(t, a, coverage.Destination{Sink: sink, Topic: "orders", Partition: 4}, 1, 101)
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range all {
+		record(t, a, coverage.Destination{Sink: sink, Topic: "orders", Partition: 4}, 101, 151)
+	}
+	// A dies here: its local tier goes with the pod and B never reads it.
+	// The source had acknowledged through batch 150 (raw was durable).
+
+	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, SourceAckedEnd: 151})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("assignments %+v", got)
+	}
+	for _, as := range got {
+		if !slices.Equal(as.Covered, []coverage.Range{rg(1, 101)}) || !slices.Equal(as.Replay, []coverage.Range{rg(101, 151)}) {
+			t.Fatalf("%s: covered %v replay %v; want covered [1,101) and replay [101,151)", as.Destination, as.Covered, as.Replay)
+		}
+	}
+	// Without the source's position B still never hears 101..150 covered.
+	got, _ = Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks})
+	for _, as := range got {
+		if slices.ContainsFunc(as.Covered, func(r coverage.Range) bool { return r.End > 101 }) {
+			t.Fatalf("%s: uncheckpointed batches reported covered: %v", as.Destination, as.Covered)
+		}
+	}
+}
+
+// TestRecoveryPlan: a sink that failed 30..40 and 70 while raw covers 1..100
+// gets exactly [30,41) and [70,71); after replay and a checkpoint, nothing.
+func TestRecoveryPlan(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders", Partition: 0}
+	lake := raw.WithSink("lake")
+	record(t, m, raw, 1, 101)
+	record(t, m, lake, 1, 30)
+	record(t, m, lake, 41, 70)
+	record(t, m, lake, 71, 101)
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := Plan(ctx, e.table, PlanOptions{MaxBatches: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Task{{lake, rg(30, 38)}, {lake, rg(38, 41)}, {lake, rg(70, 71)}}
+	if !slices.Equal(tasks, want) {
+		t.Fatalf("plan %v, want %v", tasks, want)
+	}
+	var replayed []coverage.Range
+	done, err := Recover(ctx, tasks, ReplayFunc(func(_ context.Context, task Task) error {
+		replayed = append(replayed, task.Range)
+		return nil
+	}), m)
+	if err != nil || done != 3 {
+		t.Fatalf("recover: %d done, %v", done, err)
+	}
+	if tasks, _ := Plan(ctx, e.table, PlanOptions{}); len(tasks) != 2 {
+		t.Fatalf("before the checkpoint the committed plan must still show the gaps, got %v", tasks)
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, err := Plan(ctx, e.table, PlanOptions{}); err != nil || len(tasks) != 0 {
+		t.Fatalf("plan after replay and checkpoint: %v, %v", tasks, err)
+	}
+}
+
+func TestRecoverStopsAtFailedReplay(t *testing.T) {
+	store := coverage.NewInMemory()
+	d := coverage.Destination{Sink: "lake", Topic: "t"}
+	tasks := []Task{{d, rg(1, 2)}, {d, rg(5, 6)}, {d, rg(9, 10)}}
+	done, err := Recover(ctx, tasks, ReplayFunc(func(_ context.Context, task Task) error {
+		if task.Range.Start == 5 {
+			return errors.New("sink down")
+		}
+		return nil
+	}), store)
+	set, _ := store.Covered(ctx, d)
+	if done != 1 || err == nil || !strings.Contains(err.Error(), "sink down") || set.String() != "{[1,2)}" {
+		t.Fatalf("done %d, err %v, covered %v", done, err, set.String())
+	}
+}
+
+// TestCatalogUnreachable: checkpoints fail with a clear error while records
+// keep landing locally; once the catalog is back one Sync catches up.
+func TestCatalogUnreachable(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	record(t, m, d, 1, 10)
+	e.cat.down.Store(true)
+	err := m.Sync(ctx)
+	if !errors.Is(err, coverage.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "covmirror.coverage") {
+		t.Fatalf("sync with the catalog down: %v", err)
+	}
+	record(t, m, d, 10, 20)
+	record(t, m, d, 30, 40)
+	if err := m.Sync(ctx); err == nil {
+		t.Fatal("second sync with the catalog down succeeded")
+	}
+	if s := m.Stats(); s.ConsecutiveFailures != 2 || s.PendingBatches != 29 || s.LastError == "" {
+		t.Fatalf("stats while down: %+v", s)
+	}
+	e.cat.down.Store(false)
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
+		t.Fatalf("after recovery the table holds %v", got)
+	}
+	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
+		t.Fatalf("stats after recovery: %+v", s)
+	}
+}
+
+// TestResumedCheckpointIsNotAppendedTwice: a process that committed to the
+// table and died before marking the checkpoint leaves it in flight; the next
+// Sync finds it in the table by name and only marks it.
+func TestResumedCheckpointIsNotAppendedTwice(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	l, err := local.Open(local.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	_ = l.Record(ctx, d, rg(1, 10))
+	cp, _ := l.BeginCheckpoint(ctx)
+	if err := e.table.Append(ctx, iceberg.Commit{Name: cp.Name(), Writer: "pod-a", Ranges: cp.Ranges}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Record(ctx, d, rg(20, 30))
+	_ = l.Close() // dies before CommitCheckpoint
+
+	m := e.owner(t, dir, "pod-a")
+	defer m.Close()
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := e.table.Load(ctx)
+	if n := len(tbl.Metadata().Snapshots()); n != 2 {
+		t.Fatalf("%d snapshots: want the first checkpoint once and the second", n)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 10), rg(20, 30)}) {
+		t.Fatalf("committed %v", got)
+	}
+	if s := m.Stats(); s.PendingBatches != 0 {
+		t.Fatalf("pending after catching up: %d", s.PendingBatches)
+	}
+}
+
+func TestRunCheckpointsAndStopsOnCancel(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	record(t, m, d, 1, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- m.Run(runCtx) }()
+	for m.Stats().Checkpoints == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 2)}) {
+		t.Fatalf("committed %v", got)
+	}
+}
+
+func TestNextBackoff(t *testing.T) {
+	interval, maxBackoff := 30*time.Second, 5*time.Minute
+	var got []time.Duration
+	for f := uint64(1); f <= 8; f++ {
+		got = append(got, NextBackoff(interval, maxBackoff, f))
+	}
+	want := []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 24 * time.Second, 48 * time.Second,
+		96 * time.Second, 192 * time.Second, 5 * time.Minute}
+	if !slices.Equal(got, want) {
+		t.Fatalf("backoff %v, want %v", got, want)
+	}
+}
+
+func TestCollectorGathers(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(m.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	record(t, m, coverage.Destination{Sink: "lake", Topic: "orders"}, 1, 4)
+	_ = m.Sync(ctx)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, f := range families {
+		if len(f.Metric) == 1 && f.Metric[0].Counter != nil {
+			values[f.GetName()] = f.Metric[0].Counter.GetValue()
+		}
+	}
+	if values["covmirror_records_total"] != 1 || values["covmirror_checkpoints_total"] != 1 || values["covmirror_checkpointed_batches_total"] != 3 {
+		t.Fatalf("metrics %v", values)
+	}
+}

@@ -1,0 +1,128 @@
+package mirror
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats are the Mirror's counters and gauges.
+type Stats struct {
+	Records             uint64        // ranges recorded through this Mirror
+	Checkpoints         uint64        // checkpoints committed to the durable tier
+	CheckpointedBatches uint64        // batches those checkpoints carried
+	Failures            uint64        // Syncs that returned an error
+	ConsecutiveFailures uint64        // failures since the last success
+	PendingBatches      uint64        // recorded locally, not yet checkpointed
+	LastLatency         time.Duration // of the last Sync, successful or not
+	LastSuccess         time.Time     // zero until a Sync succeeds
+	LastError           string        // of the last failed Sync; empty after a success
+}
+
+type stats struct {
+	records             atomic.Uint64
+	checkpoints         atomic.Uint64
+	checkpointedBatches atomic.Uint64
+
+	mu          sync.Mutex
+	failures    uint64
+	consecutive uint64
+	lastLatency time.Duration
+	lastSuccess time.Time
+	lastError   string
+	latency     prometheus.Histogram
+}
+
+func (s *stats) observe(start time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastLatency = time.Since(start)
+	if s.latency != nil {
+		s.latency.Observe(s.lastLatency.Seconds())
+	}
+	if err != nil {
+		s.failures++
+		s.consecutive++
+		s.lastError = err.Error()
+		return
+	}
+	s.consecutive = 0
+	s.lastSuccess = time.Now()
+	s.lastError = ""
+}
+
+// Stats returns the current counters. PendingBatches comes from the local
+// tier's diagnostics.
+func (m *Mirror) Stats() Stats {
+	s := &m.stats
+	s.mu.Lock()
+	out := Stats{Failures: s.failures, ConsecutiveFailures: s.consecutive, LastLatency: s.lastLatency,
+		LastSuccess: s.lastSuccess, LastError: s.lastError}
+	s.mu.Unlock()
+	out.Records, out.Checkpoints, out.CheckpointedBatches = s.records.Load(), s.checkpoints.Load(), s.checkpointedBatches.Load()
+	if diag, err := m.opts.Local.Diagnostics(context.Background()); err == nil {
+		out.PendingBatches = diag.PendingBatches
+	}
+	return out
+}
+
+// Collector returns Prometheus collectors for the Mirror's stats, for the
+// caller to register: covmirror_records_total, covmirror_checkpoints_total,
+// covmirror_checkpointed_batches_total, covmirror_checkpoint_failures_total,
+// covmirror_checkpoint_consecutive_failures, covmirror_pending_batches,
+// covmirror_last_checkpoint_success_timestamp_seconds and the
+// covmirror_checkpoint_duration_seconds histogram.
+func (m *Mirror) Collector() prometheus.Collector {
+	m.stats.mu.Lock()
+	if m.stats.latency == nil {
+		m.stats.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "covmirror_checkpoint_duration_seconds",
+			Help:    "Latency of checkpoints into the durable coverage table, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		})
+	}
+	m.stats.mu.Unlock()
+	return &collector{m: m}
+}
+
+type collector struct{ m *Mirror }
+
+var descs = map[string]*prometheus.Desc{
+	"records":     prometheus.NewDesc("covmirror_records_total", "Ranges recorded into the local tier.", nil, nil),
+	"checkpoints": prometheus.NewDesc("covmirror_checkpoints_total", "Checkpoints committed to the durable table.", nil, nil),
+	"batches":     prometheus.NewDesc("covmirror_checkpointed_batches_total", "Batches carried by committed checkpoints.", nil, nil),
+	"failures":    prometheus.NewDesc("covmirror_checkpoint_failures_total", "Checkpoints that failed; their ranges stayed pending.", nil, nil),
+	"consecutive": prometheus.NewDesc("covmirror_checkpoint_consecutive_failures", "Failed checkpoints since the last success.", nil, nil),
+	"pending":     prometheus.NewDesc("covmirror_pending_batches", "Batches recorded locally and not yet checkpointed.", nil, nil),
+	"success":     prometheus.NewDesc("covmirror_last_checkpoint_success_timestamp_seconds", "When a checkpoint last succeeded.", nil, nil),
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+	c.m.stats.latency.Describe(ch)
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.m.Stats()
+	counter := func(name string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(descs[name], prometheus.CounterValue, float64(v))
+	}
+	gauge := func(name string, v float64) {
+		ch <- prometheus.MustNewConstMetric(descs[name], prometheus.GaugeValue, v)
+	}
+	counter("records", s.Records)
+	counter("checkpoints", s.Checkpoints)
+	counter("batches", s.CheckpointedBatches)
+	counter("failures", s.Failures)
+	gauge("consecutive", float64(s.ConsecutiveFailures))
+	gauge("pending", float64(s.PendingBatches))
+	if !s.LastSuccess.IsZero() {
+		gauge("success", float64(s.LastSuccess.UnixNano())/1e9)
+	}
+	c.m.stats.latency.Collect(ch)
+}
