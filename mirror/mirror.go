@@ -68,7 +68,7 @@ type Mirror struct {
 	opts  Options
 	stats stats
 
-	syncMu   sync.Mutex       // one checkpoint at a time
+	syncMu   sync.Mutex        // one checkpoint at a time
 	inFlight *local.Checkpoint // begun and not resolved; guarded by syncMu
 }
 
