@@ -40,6 +40,17 @@ func FuzzRangeSet(f *testing.F) {
 				if err != nil || m.Added != newlyCovered || m.Merged.Start > r.Start || m.Merged.End < r.End {
 					t.Fatalf("add %s to %v: %+v, %v; model added %d", r, before.String(), m, err, newlyCovered)
 				}
+				fresh := m.Fresh(r, nil)
+				var freshBatches uint64
+				for i, f := range fresh {
+					if f.Validate() != nil || f.Start < r.Start || f.End > r.End || before.Contains(f.Start) || before.Contains(f.End-1) || (i > 0 && f.Start <= fresh[i-1].End) {
+						t.Fatalf("add %s to %v: fresh part %s of %v is wrong", r, before.String(), f, fresh)
+					}
+					freshBatches += f.Len()
+				}
+				if freshBatches != newlyCovered {
+					t.Fatalf("add %s to %v: fresh parts %v cover %d batches, model added %d", r, before.String(), fresh, freshBatches, newlyCovered)
+				}
 				for _, old := range m.Replaced {
 					if !before.ContainsRange(old) || !slices.Contains(before.Ranges(), old) {
 						t.Fatalf("add %s reports replacing %s, not a stored range of %v", r, old, before.String())
@@ -56,9 +67,11 @@ func FuzzRangeSet(f *testing.F) {
 					model.add(run)
 				}
 			case 3:
-				gaps := Gaps(&other, &set)
-				if got, want := gaps.Ranges(), otherModel.minus(model); !slices.Equal(got, want) {
-					t.Fatalf("gaps(%v, %v) = %v, model %v", other.String(), set.String(), got, want)
+				want := otherModel.minus(model)
+				for name, gaps := range map[string]RangeSet{"search": gapsBySearch(&other, &set), "walk": gapsByWalk(&other, &set)} {
+					if got := gaps.Ranges(); !slices.Equal(got, want) {
+						t.Fatalf("gaps by %s (%v, %v) = %v, model %v", name, other.String(), set.String(), got, want)
+					}
 				}
 				if r.Validate() == nil && set.ContainsRange(r) != !slices.Contains(model.bits[a:b], false) {
 					t.Fatalf("ContainsRange(%s) = %v on %v", r, set.ContainsRange(r), set.String())

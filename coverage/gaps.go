@@ -6,6 +6,16 @@ package coverage
 // sink's first covered batch and the trailing gap after its last. Batches the
 // sink covers beyond the reference are not gaps. Neither argument is changed.
 func Gaps(reference, covered *RangeSet) RangeSet {
+	// Against many reference ranges one ordered walk of covered beats a
+	// search per reference range.
+	if reference.Len() > 64 && reference.Len() > covered.Len()/16 {
+		return gapsByWalk(reference, covered)
+	}
+	return gapsBySearch(reference, covered)
+}
+
+// gapsBySearch is Gaps with a tree search per reference range.
+func gapsBySearch(reference, covered *RangeSet) RangeSet {
 	var gaps RangeSet
 	for ref := range reference.All() {
 		cursor := ref.Start
@@ -49,4 +59,27 @@ func (s *RangeSet) appendOrdered(r Range) {
 	// MergeRange cannot fail on a valid range, and an ordered append merges
 	// with at most the last range, so this stays O(log n).
 	_, _ = s.MergeRange(r, nil)
+}
+
+// gapsByWalk is Gaps as a merge of the two ordered sequences: O(n+m).
+func gapsByWalk(reference, covered *RangeSet) RangeSet {
+	var gaps RangeSet
+	cov := covered.Ranges()
+	i := 0
+	for ref := range reference.All() {
+		cursor := ref.Start
+		for i < len(cov) && cov[i].End <= cursor {
+			i++
+		}
+		for j := i; j < len(cov) && cov[j].Start < ref.End; j++ {
+			if cov[j].Start > cursor {
+				gaps.appendOrdered(Range{Start: cursor, End: cov[j].Start})
+			}
+			cursor = max(cursor, cov[j].End)
+		}
+		if cursor < ref.End {
+			gaps.appendOrdered(Range{Start: cursor, End: ref.End})
+		}
+	}
+	return gaps
 }

@@ -153,9 +153,11 @@ func TestRangeSetRandomizedAgainstBitset(t *testing.T) {
 					model.add(r)
 				}
 			default:
-				gaps := Gaps(&other, &set)
-				if got, want := gaps.Ranges(), otherModel.minus(model); !slices.Equal(got, want) {
-					t.Fatalf("%s: gaps(%v, %v) = %v, model %v", what, other.String(), set.String(), got, want)
+				want := otherModel.minus(model)
+				for name, gaps := range map[string]RangeSet{"search": gapsBySearch(&other, &set), "walk": gapsByWalk(&other, &set), "Gaps": Gaps(&other, &set)} {
+					if got := gaps.Ranges(); !slices.Equal(got, want) {
+						t.Fatalf("%s: gaps by %s (%v, %v) = %v, model %v", what, name, other.String(), set.String(), got, want)
+					}
 				}
 			}
 			checkAgainstModel(t, what, &set, model)

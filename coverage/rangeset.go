@@ -57,6 +57,29 @@ type Merge struct {
 	Added uint64
 }
 
+// Fresh appends to dst the parts of r the set did not cover before the
+// merge m that added r: r minus the ranges m replaced (when m.Added is zero,
+// nothing). It lets a caller track what each addition newly covered.
+func (m Merge) Fresh(r Range, dst []Range) []Range {
+	if m.Added == 0 {
+		return dst
+	}
+	cursor := r.Start
+	for _, old := range m.Replaced {
+		if old.Start > cursor {
+			dst = append(dst, Range{Start: cursor, End: min(old.Start, r.End)})
+		}
+		cursor = max(cursor, old.End)
+		if cursor >= r.End {
+			return dst
+		}
+	}
+	if cursor < r.End {
+		dst = append(dst, Range{Start: cursor, End: r.End})
+	}
+	return dst
+}
+
 // Add unions r into the set, merging it with every range it overlaps or is
 // adjacent to. It fails with ErrInvalidRange, changing nothing, when r is
 // empty or inverted.

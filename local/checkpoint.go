@@ -119,6 +119,13 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if c.inFlight != nil {
 		if c.inFlight.Resumed && !c.handed {
 			c.handed = true
+			for _, dr := range c.inFlight.Ranges {
+				st := s.state(dr.Destination)
+				for _, r := range dr.Ranges {
+					_ = st.inFlight.Add(r)
+				}
+				st.pending = coverage.Gaps(&st.pending, &st.inFlight)
+			}
 			return cloneCheckpoint(c.inFlight), nil
 		}
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
@@ -148,18 +155,20 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	c.inFlight, c.handed = cp, true
 	for _, st := range s.dests {
 		st.recordedSinceBegin = time.Time{}
+		if !st.pending.IsEmpty() {
+			st.inFlight, st.pending = st.pending, coverage.RangeSet{}
+		}
 	}
 	return cloneCheckpoint(cp), nil
 }
 
-// pendingLocked is, per destination, what is covered and not checkpointed.
+// pendingLocked is, per destination, what is covered and neither
+// checkpointed nor in flight.
 func (s *Store) pendingLocked() []coverage.DestinationRanges {
 	var out []coverage.DestinationRanges
 	for _, d := range s.sortedDestinationsLocked() {
-		st := s.dests[d]
-		pending := coverage.Gaps(&st.covered, &st.checkpointed)
-		if !pending.IsEmpty() {
-			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: pending.Ranges()})
+		if st := s.dests[d]; !st.pending.IsEmpty() {
+			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: st.pending.Ranges()})
 		}
 	}
 	return out
@@ -200,7 +209,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		}
 		marked[d] = set
 		since[d] = st.pendingSince
-		if remaining := coverage.Gaps(&st.covered, &set); remaining.IsEmpty() {
+		if st.pending.IsEmpty() {
 			since[d] = time.Time{}
 			_ = b.Delete(destinationPrefix(nil, kindPendingSince, d), nil)
 		} else if !inFlight.Resumed && !st.recordedSinceBegin.IsZero() {
@@ -218,8 +227,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 			fmt.Errorf("%w: local store %s: marking %s checkpointed: %w", coverage.ErrUnavailable, s.opts.Dir, inFlight.Name(), err))
 	}
 	for d, set := range marked {
-		s.dests[d].checkpointed = set
-		s.dests[d].pendingSince = since[d]
+		st := s.dests[d]
+		st.checkpointed, st.inFlight = set, coverage.RangeSet{}
+		st.pendingSince = since[d]
 	}
 	s.ckpt.lastID, s.ckpt.lastAt, s.ckpt.inFlight = inFlight.ID, now, nil
 	return nil
@@ -238,6 +248,12 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	if err := s.db.Delete(metaKey(metaOpenCheckpoint), s.writeOpts); err != nil {
 		return coverage.NewError("abort checkpoint", coverage.Destination{}, coverage.Range{},
 			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	}
+	for _, st := range s.dests {
+		if !st.inFlight.IsEmpty() {
+			st.pending.Union(&st.inFlight)
+			st.inFlight = coverage.RangeSet{}
+		}
 	}
 	s.ckpt.inFlight = nil
 	return nil

@@ -74,7 +74,9 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 				dd.Gaps, dd.GapBatches = gaps.Ranges(), gaps.Batches()
 			}
 		}
-		pending := coverage.Gaps(&st.covered, &st.checkpointed)
+		var pending coverage.RangeSet // a Clone would write to st under a read lock
+		pending.Union(&st.pending)
+		pending.Union(&st.inFlight)
 		dd.Pending, dd.PendingBatches = pending.Ranges(), pending.Batches()
 		if !pending.IsEmpty() && !st.pendingSince.IsZero() {
 			since := st.pendingSince.UTC()

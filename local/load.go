@@ -44,6 +44,9 @@ func (s *Store) load() error {
 			return err
 		}
 	}
+	for _, st := range s.dests {
+		st.pending = coverage.Gaps(&st.covered, &st.checkpointed)
+	}
 	return s.loadCheckpointMeta()
 }
 
@@ -58,8 +61,14 @@ func (s *Store) reloadLocked(d coverage.Destination) error {
 			return err
 		}
 	}
-	if old != nil && s.dests[d] != nil {
-		s.dests[d].recordedSinceBegin = old.recordedSinceBegin
+	if st := s.dests[d]; st != nil {
+		// What the in-flight checkpoint holds stays in flight.
+		st.pending = coverage.Gaps(&st.covered, &st.checkpointed)
+		if old != nil {
+			st.recordedSinceBegin = old.recordedSinceBegin
+			st.inFlight = old.inFlight.Clone()
+			st.pending = coverage.Gaps(&st.pending, &st.inFlight)
+		}
 	}
 	return nil
 }

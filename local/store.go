@@ -39,6 +39,7 @@ type Store struct {
 	w        uncommitted
 	keyBuf   []byte
 	mergeBuf []coverage.Range
+	freshBuf []coverage.Range
 	ckpt     checkpointState
 	closed   bool
 }
@@ -47,6 +48,11 @@ type Store struct {
 type destState struct {
 	covered      coverage.RangeSet // recorded after the sink's ack
 	checkpointed coverage.RangeSet // committed to the durable tier; within covered
+	// pending is covered minus checkpointed minus inFlight, kept up to date
+	// by Record so that a checkpoint never has to compute it.
+	pending coverage.RangeSet
+	// inFlight is this destination's part of the checkpoint in flight.
+	inFlight coverage.RangeSet
 	// pendingSince is when the oldest record not yet in a committed
 	// checkpoint was made; zero when nothing is pending. Persisted.
 	pendingSince time.Time
@@ -153,6 +159,10 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	s.mergeBuf = m.Replaced
 	if m.Added == 0 {
 		return nil // already covered: nothing to write
+	}
+	s.freshBuf = m.Fresh(r, s.freshBuf[:0])
+	for _, f := range s.freshBuf {
+		_ = st.pending.Add(f)
 	}
 	now := s.opts.Now()
 	for _, old := range m.Replaced {

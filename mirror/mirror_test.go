@@ -63,7 +63,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // owner opens a pod: its own local tier in dir, the shared table.
-func (e *env) owner(t *testing.T, dir, writer string) *Mirror {
+func (e *env) owner(t testing.TB, dir, writer string) *Mirror {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

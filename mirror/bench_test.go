@@ -1,0 +1,166 @@
+package mirror
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// BenchmarkCheckpointVsAppend times a checkpoint of D pending ranges (Sync:
+// local bookkeeping, data files, commit, marking) and, in the same run, a
+// raw iceberg-go append of the same rows to a table of the same schema in
+// the same catalog, and reports both and their ratio:
+//
+//	go test ./mirror -run '^$' -bench CheckpointVsAppend -benchtime 5x
+func BenchmarkCheckpointVsAppend(b *testing.B) {
+	for _, d := range []int{1, 1000, 100_000} {
+		b.Run(fmt.Sprintf("D=%d", d), func(b *testing.B) {
+			e := newBenchEnv(b)
+			m := e.benchOwner(b)
+			defer m.Close()
+			raw := e.rawTable(b)
+			var ckptTime, rawTime time.Duration
+			for i := range b.N {
+				base := uint64(i) * uint64(d) * 4
+				dest := coverage.Destination{Sink: "lake", Topic: "orders"}
+				ranges := make([]coverage.Range, d)
+				for j := range ranges {
+					start := base + uint64(j)*2 // never adjacent: D rows
+					ranges[j] = coverage.Range{Start: start, End: start + 1}
+					if err := m.Record(ctx, dest, ranges[j]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start := time.Now()
+				if err := m.Sync(ctx); err != nil {
+					b.Fatal(err)
+				}
+				ckptTime += time.Since(start)
+
+				rec := rowsRecord(b, raw, dest, ranges)
+				start = time.Now()
+				rdr, _ := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+				next, err := raw.Append(ctx, rdr, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rawTime += time.Since(start)
+				raw = next
+				rec.Release()
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+			b.ReportMetric(per(ckptTime), "checkpoint-ms")
+			b.ReportMetric(per(rawTime), "raw-append-ms")
+			b.ReportMetric(ckptTime.Seconds()/rawTime.Seconds(), "ratio")
+		})
+	}
+}
+
+// BenchmarkCommitLatencyOverTime makes 1,000 one-range checkpoints on one
+// table and reports the latency of the first ten and of the last ten, and
+// their ratio: manifest merging should keep it near 1.
+//
+//	go test ./mirror -run '^$' -bench CommitLatencyOverTime -benchtime 1x
+func BenchmarkCommitLatencyOverTime(b *testing.B) {
+	const n, window = 1000, 10
+	e := newBenchEnv(b)
+	m := e.benchOwner(b)
+	defer m.Close()
+	var first, last time.Duration
+	for range b.N {
+		for i := range n {
+			if err := m.Record(ctx, coverage.Destination{Sink: "lake", Topic: "orders"}, coverage.Range{Start: uint64(i) * 2, End: uint64(i)*2 + 1}); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if err := m.Sync(ctx); err != nil {
+				b.Fatal(err)
+			}
+			took := time.Since(start)
+			if i < window {
+				first += took
+			}
+			if i >= n-window {
+				last += took
+			}
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(window*b.N) }
+	b.ReportMetric(ms(first), "first10-ms")
+	b.ReportMetric(ms(last), "last10-ms")
+	b.ReportMetric(last.Seconds()/first.Seconds(), "ratio")
+}
+
+type benchEnv struct {
+	cat   catalog.Catalog
+	table *iceberg.Table
+	dir   string
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	props, err := iceberg.EmbeddedProps(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchEnv{cat: cat, table: tbl, dir: b.TempDir()}
+}
+
+func (e *benchEnv) benchOwner(b *testing.B) *Mirror {
+	b.Helper()
+	return (&env{table: e.table}).owner(b, "", "bench")
+}
+
+// rawTable is a second table of the coverage schema, written with plain
+// iceberg-go appends as the baseline.
+func (e *benchEnv) rawTable(b *testing.B) *table.Table {
+	b.Helper()
+	raw, err := iceberg.Open(ctx, e.cat, iceberg.Options{Name: "baseline"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl, err := raw.Load(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tbl
+}
+
+func rowsRecord(b *testing.B, tbl *table.Table, d coverage.Destination, ranges []coverage.Range) arrow.RecordBatch {
+	b.Helper()
+	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	now, _ := arrow.TimestampFromTime(time.Now(), arrow.Microsecond)
+	for _, r := range ranges {
+		bld.Field(0).(*array.StringBuilder).Append(d.Sink)
+		bld.Field(1).(*array.StringBuilder).Append(d.Topic)
+		bld.Field(2).(*array.Int32Builder).Append(d.Partition)
+		bld.Field(3).(*array.Int64Builder).Append(int64(r.Start))
+		bld.Field(4).(*array.Int64Builder).Append(int64(r.End))
+		bld.Field(5).(*array.StringBuilder).Append("bench")
+		bld.Field(6).(*array.StringBuilder).Append("baseline")
+		bld.Field(7).(*array.TimestampBuilder).Append(now)
+	}
+	return bld.NewRecordBatch()
+}

@@ -1,0 +1,285 @@
+package mirror
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+)
+
+// Child processes: this test binary re-run with childEnv naming a role.
+const (
+	childEnv            = "COVMIRROR_MIRROR_CHILD"
+	childProps          = "COVMIRROR_CHILD_PROPS" // catalog properties, JSON
+	childLocal          = "COVMIRROR_CHILD_LOCAL" // local tier directory
+	childWriter         = "COVMIRROR_CHILD_WRITER"
+	childLog            = "COVMIRROR_CHILD_LOG"
+	childSeed           = "COVMIRROR_CHILD_SEED"
+	checkpointsPerOwner = 100
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		if err := runChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(role string) error {
+	var props map[string]string
+	if err := json.Unmarshal([]byte(os.Getenv(childProps)), &props); err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		return err
+	}
+	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{CommitTimeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	l, err := local.Open(local.Options{Dir: os.Getenv(childLocal)})
+	if err != nil {
+		return err
+	}
+	m, err := New(Options{Local: l, Durable: tbl, Writer: os.Getenv(childWriter)})
+	if err != nil {
+		return err
+	}
+	switch role {
+	case "concurrent":
+		return concurrentOwner(m)
+	case "crash":
+		return crashingOwner(m)
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// ownerRanges are what concurrent owner w records in round i: overlapping
+// the other owner's, with a hole per round that neither fills.
+func ownerRanges(w, i int) []coverage.DestinationRanges {
+	var out []coverage.DestinationRanges
+	for p := range int32(3) {
+		start := uint64(i*10 + w*3)
+		out = append(out, coverage.DestinationRanges{
+			Destination: coverage.Destination{Sink: "lake", Topic: "orders", Partition: p},
+			Ranges:      []coverage.Range{{Start: start, End: start + 5}},
+		})
+	}
+	return out
+}
+
+func concurrentOwner(m *Mirror) error {
+	w, _ := strconv.Atoi(strings.TrimPrefix(os.Getenv(childWriter), "owner-"))
+	for i := range checkpointsPerOwner {
+		for _, dr := range ownerRanges(w, i) {
+			for _, r := range dr.Ranges {
+				if err := m.Record(ctx, dr.Destination, r); err != nil {
+					return err
+				}
+			}
+		}
+		if err := m.Sync(ctx); err != nil {
+			return fmt.Errorf("checkpoint %d: %w", i, err)
+		}
+	}
+	return m.Close()
+}
+
+// TestTwoProcessesCheckpointConcurrently: two owners of the same
+// destinations, in two OS processes with their own local tiers, checkpoint
+// 100 times each into one table at the same time. Every checkpoint must
+// land and the table must hold the union of both owners' ranges.
+func TestTwoProcessesCheckpointConcurrently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two processes making 200 commits")
+	}
+	e := newEnv(t)
+	propsJSON, _ := json.Marshal(e.props)
+	var cmds []*exec.Cmd
+	var outputs []*strings.Builder
+	for w := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=concurrent", childProps+"="+string(propsJSON),
+			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w))
+		out := new(strings.Builder)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outputs = append(cmds, cmd), append(outputs, out)
+	}
+	for w, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("owner %d: %v\n%s", w, err, outputs[w])
+		}
+	}
+	want := map[coverage.Destination]*coverage.RangeSet{}
+	for w := range 2 {
+		for i := range checkpointsPerOwner {
+			for _, dr := range ownerRanges(w, i) {
+				if want[dr.Destination] == nil {
+					want[dr.Destination] = new(coverage.RangeSet)
+				}
+				for _, r := range dr.Ranges {
+					_ = want[dr.Destination].Add(r)
+				}
+			}
+		}
+	}
+	got, err := e.table.Coverage(ctx, iceberg.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, set := range want {
+		if got[d] == nil || !got[d].Equal(set) {
+			t.Fatalf("%s: table holds %v, want the union %v", d, got[d], set.String())
+		}
+	}
+	tbl, _ := e.table.Load(ctx)
+	perWriter := map[string]int{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		perWriter[snap.Summary.Properties[iceberg.SummaryWriter]]++
+	}
+	if perWriter["owner-0"] != checkpointsPerOwner || perWriter["owner-1"] != checkpointsPerOwner {
+		t.Fatalf("snapshots per writer %v, want %d each", perWriter, checkpointsPerOwner)
+	}
+}
+
+// crashingOwner records random ranges and checkpoints often, logging each
+// range before recording it, until it is killed.
+func crashingOwner(m *Mirror) error {
+	seed, _ := strconv.ParseUint(os.Getenv(childSeed), 10, 64)
+	r := rand.New(rand.NewPCG(seed, 0))
+	log, err := os.OpenFile(os.Getenv(childLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		p := int32(r.IntN(2))
+		start := uint64(r.IntN(3000))
+		end := start + 1 + uint64(r.IntN(5))
+		if _, err := fmt.Fprintf(log, "%d %d %d\n", p, start, end); err != nil {
+			return err
+		}
+		if err := m.Record(ctx, coverage.Destination{Sink: "lake", Topic: "orders", Partition: p}, coverage.Range{Start: start, End: end}); err != nil {
+			return err
+		}
+		if i%5 == 4 {
+			if err := m.Sync(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestCrashDuringCheckpoints kills a checkpointing process 30 times at random
+// moments (before, while and after data files are written and commits
+// made). After every kill the table must be readable and hold only ranges
+// the child had recorded, and the next checkpoint from the same local tier
+// must bring the table up to it.
+func TestCrashDuringCheckpoints(t *testing.T) {
+	kills := 30
+	if testing.Short() {
+		kills = 5
+	}
+	e := newEnv(t)
+	propsJSON, _ := json.Marshal(e.props)
+	localDir, logPath := t.TempDir(), t.TempDir()+"/log"
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
+	var logOffset int64
+	for kill := range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=crash", childProps+"="+string(propsJSON), childLocal+"="+localDir,
+			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("kill %d: the child ended on its own: %s", kill, out.String())
+		}
+		logOffset = readAttempted(t, logPath, logOffset, attempted)
+
+		table, err := e.table.Coverage(ctx, iceberg.Filter{})
+		if err != nil {
+			t.Fatalf("kill %d: the table is not readable: %v", kill, err)
+		}
+		for d, set := range table {
+			if over := coverage.Gaps(set, attempted[d.Partition]); !over.IsEmpty() {
+				t.Fatalf("kill %d: the table covers %v of %s that the child never recorded", kill, over.String(), d)
+			}
+		}
+		// Restart on the same local tier: one Sync brings the table up to it.
+		m := e.owner(t, localDir, "crasher")
+		if err := m.Sync(ctx); err != nil {
+			t.Fatalf("kill %d: sync after restart: %v", kill, err)
+		}
+		table, _ = e.table.Coverage(ctx, iceberg.Filter{})
+		for p := range int32(2) {
+			d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: p}
+			localSet, _ := m.Covered(ctx, d)
+			durable := table[d]
+			if durable == nil {
+				durable = new(coverage.RangeSet)
+			}
+			if missing := coverage.Gaps(&localSet, durable); !missing.IsEmpty() {
+				t.Fatalf("kill %d: after the restart's checkpoint the table still lacks %v of %s", kill, missing.String(), d)
+			}
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readAttempted(t *testing.T, path string, offset int64, into map[int32]*coverage.RangeSet) int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return offset
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(f)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return offset
+		}
+		offset += int64(len(line))
+		var p int32
+		var start, end uint64
+		if _, err := fmt.Sscanf(line, "%d %d %d", &p, &start, &end); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		_ = into[p].Add(coverage.Range{Start: start, End: end})
+	}
+}
