@@ -25,6 +25,10 @@ type Commit struct {
 	Writer string
 	// Ranges are the covered ranges, per destination.
 	Ranges []coverage.DestinationRanges
+	// MayHaveLanded says an earlier attempt of this commit may have landed
+	// (its outcome was unknown, or its process stopped): the table is then
+	// searched for Name before anything is written.
+	MayHaveLanded bool
 }
 
 // Validate reports a commit the table cannot hold.
@@ -50,7 +54,8 @@ func (c *Commit) Validate() error {
 // one append snapshot whose summary names the writer and the checkpoint. A
 // conflicting commit is retried on a freshly loaded table with the same
 // files; a commit that failed without proving it did not land is first
-// looked for by name. It returns nil only once the snapshot is in the table,
+// looked for by name, as is one marked MayHaveLanded before anything is
+// written. It returns nil only once the snapshot is in the table,
 // so a caller may then mark the ranges checkpointed; an error means the
 // ranges may or may not be there, and they must stay pending (a duplicate
 // row is harmless to coverage).
@@ -59,12 +64,17 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 		return err
 	}
 	deadline := time.Now().Add(t.opts.CommitTimeout)
-	tbl, err := t.Load(ctx)
-	if err != nil {
+	var tbl *table.Table
+	var err error
+	if c.MayHaveLanded {
+		if tbl, err = t.Load(ctx); err != nil {
+			return err
+		}
+		if landed(tbl, c.Name) {
+			return nil
+		}
+	} else if tbl, err = t.recent(ctx); err != nil {
 		return err
-	}
-	if landed(tbl, c.Name) {
-		return nil
 	}
 	files, err := t.writeFiles(ctx, tbl, c)
 	if err != nil {
@@ -74,10 +84,12 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 	for attempt := 1; ; attempt++ {
 		txn := tbl.NewTransaction()
 		err = txn.AddDataFiles(ctx, files, props)
+		var next *table.Table
 		if err == nil {
-			_, err = txn.Commit(ctx)
+			next, err = txn.Commit(ctx)
 		}
 		if err == nil {
+			t.remember(next)
 			return nil
 		}
 		conflict := isConflict(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	ice "github.com/apache/iceberg-go"
@@ -70,6 +71,9 @@ type Table struct {
 	cat   catalog.Catalog
 	ident table.Identifier
 	opts  Options
+
+	mu     sync.Mutex
+	cached *table.Table // metadata after this process's last load or commit
 }
 
 // Open opens the coverage table, creating the namespace and the table if
@@ -125,7 +129,27 @@ func (t *Table) Load(ctx context.Context) (*table.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading table %s: %w", coverage.ErrUnavailable, t.Name(), err)
 	}
+	t.remember(tbl)
 	return tbl, nil
+}
+
+// remember caches tbl as the newest metadata this process has seen. A
+// commit based on stale metadata conflicts and is retried on a fresh load,
+// so the cache only saves a round trip when this process is the only writer.
+func (t *Table) remember(tbl *table.Table) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cached = tbl
+}
+
+func (t *Table) recent(ctx context.Context) (*table.Table, error) {
+	t.mu.Lock()
+	tbl := t.cached
+	t.mu.Unlock()
+	if tbl != nil {
+		return tbl, nil
+	}
+	return t.Load(ctx)
 }
 
 // Catalog is the catalog the table lives in.

@@ -88,15 +88,16 @@ func (s *Store) loadCheckpointMeta() error {
 		return err
 	}
 	c.lastID, c.lastAt = last.ID, last.At
-	var open Checkpoint
-	found, err := s.getMetaJSON(metaOpenCheckpoint, &open)
-	if err != nil {
+	raw, err := s.getMeta(metaOpenCheckpoint)
+	if err != nil || raw == nil {
 		return err
 	}
-	if found {
-		open.Resumed = true
-		c.inFlight = &open
+	open, err := decodeCheckpoint(raw)
+	if err != nil {
+		return corruptError(s.opts.Dir, fmt.Errorf("%s: %w", metaOpenCheckpoint, err))
 	}
+	open.Resumed = true
+	c.inFlight = open
 	return nil
 }
 
@@ -139,7 +140,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if len(cp.Ranges) == 0 {
 		return nil, nil
 	}
-	encoded, err := json.Marshal(cp)
+	encoded, err := encodeCheckpoint(cp)
 	if err != nil {
 		return nil, fmt.Errorf("local: encoding checkpoint %s: %w", cp.Name(), err)
 	}
@@ -147,7 +148,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	defer b.Close()
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(s.writeOpts); err != nil {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
 			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
 	}
@@ -222,7 +223,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(s.writeOpts); err != nil {
 		return coverage.NewError("commit checkpoint", coverage.Destination{}, coverage.Range{},
 			fmt.Errorf("%w: local store %s: marking %s checkpointed: %w", coverage.ErrUnavailable, s.opts.Dir, inFlight.Name(), err))
 	}

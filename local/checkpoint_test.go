@@ -278,3 +278,39 @@ func TestDiagnosticsShowDrift(t *testing.T) {
 }
 
 func rg(start, end uint64) coverage.Range { return coverage.Range{Start: start, End: end} }
+
+func TestCheckpointCodecRoundTrip(t *testing.T) {
+	r := rng(t)
+	for range 200 {
+		cp := &Checkpoint{ID: r.Uint64(), Store: "S" + fmt.Sprint(r.IntN(100)), BegunAt: time.Unix(0, r.Int64()).UTC()}
+		for d := range r.IntN(4) {
+			dr := coverage.DestinationRanges{Destination: coverage.Destination{Sink: fmt.Sprint("s", d), Topic: "t\x00" + fmt.Sprint(d), Partition: int32(r.IntN(5))}}
+			var at uint64
+			for range r.IntN(50) {
+				at += uint64(r.IntN(1000)) + 1
+				n := uint64(r.IntN(100)) + 1
+				dr.Ranges = append(dr.Ranges, rg(at, at+n))
+				at += n
+			}
+			cp.Ranges = append(cp.Ranges, dr)
+		}
+		enc, err := encodeCheckpoint(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeCheckpoint(enc)
+		if err != nil || got.Name() != cp.Name() || !got.BegunAt.Equal(cp.BegunAt) || len(got.Ranges) != len(cp.Ranges) {
+			t.Fatalf("round trip of %+v: %+v, %v", cp, got, err)
+		}
+		for i := range cp.Ranges {
+			if got.Ranges[i].Destination != cp.Ranges[i].Destination || !slices.Equal(got.Ranges[i].Ranges, cp.Ranges[i].Ranges) {
+				t.Fatalf("destination %d: %+v, want %+v", i, got.Ranges[i], cp.Ranges[i])
+			}
+		}
+		if len(enc) > 0 {
+			if _, err := decodeCheckpoint(enc[:r.IntN(len(enc))]); err == nil {
+				t.Fatalf("a truncated encoding decoded")
+			}
+		}
+	}
+}

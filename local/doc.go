@@ -35,7 +35,9 @@
 // accepted, a machine that loses power may lose the last records, and that
 // costs one replay interval, which the design accepts because coverage may
 // lag. Options.Sync makes every record durable before Record returns, at the
-// price of an fsync each. Checkpoint bookkeeping is always synced.
+// price of an fsync each. Checkpoint bookkeeping follows the same setting:
+// losing a mark only makes the next checkpoint carry its ranges again, and
+// a duplicated row is harmless to the durable table.
 //
 // # Failures
 //

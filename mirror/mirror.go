@@ -136,9 +136,10 @@ func (m *Mirror) sync(ctx context.Context) error {
 			leftover = cp.Resumed
 			m.inFlight = cp
 		}
-		// Append looks for cp by name first, so a leftover whose commit did
+		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
-		if err := m.opts.Durable.Append(ctx, iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges}); err != nil {
+		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
+		if err := m.opts.Durable.Append(ctx, commit); err != nil {
 			return err // cp stays in flight and pending
 		}
 		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {
