@@ -39,27 +39,34 @@ func (c *flakyCatalog) LoadTable(ctx context.Context, id table.Identifier) (*tab
 }
 
 type env struct {
-	props map[string]string
-	cat   *flakyCatalog
-	table *iceberg.Table
+	props     map[string]string
+	namespace string
+	cat       *flakyCatalog
+	table     *iceberg.Table
 }
 
+// newEnv is a coverage table in a fresh embedded catalog.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	props, err := iceberg.EmbeddedProps(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvWith(t, props, "covmirror")
+}
+
+func newEnvWith(t *testing.T, props map[string]string, namespace string) *env {
+	t.Helper()
 	cat, err := iceberg.OpenCatalog(ctx, "", props)
 	if err != nil {
 		t.Fatal(err)
 	}
 	flaky := &flakyCatalog{Catalog: cat}
-	tbl, err := iceberg.Open(ctx, flaky, iceberg.Options{})
+	tbl, err := iceberg.Open(ctx, flaky, iceberg.Options{Namespace: []string{namespace}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{props: props, cat: flaky, table: tbl}
+	return &env{props: props, namespace: namespace, cat: flaky, table: tbl}
 }
 
 // owner opens a pod: its own local tier in dir, the shared table.

@@ -26,6 +26,7 @@ const (
 	childWriter         = "COVMIRROR_CHILD_WRITER"
 	childLog            = "COVMIRROR_CHILD_LOG"
 	childSeed           = "COVMIRROR_CHILD_SEED"
+	childNS             = "COVMIRROR_CHILD_NAMESPACE"
 	checkpointsPerOwner = 100
 )
 
@@ -49,7 +50,7 @@ func runChild(role string) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{CommitTimeout: 5 * time.Minute})
+	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{os.Getenv(childNS)}, CommitTimeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -106,16 +107,16 @@ func concurrentOwner(m *Mirror) error {
 // 100 times each into one table at the same time. Every checkpoint must
 // land and the table must hold the union of both owners' ranges.
 func TestTwoProcessesCheckpointConcurrently(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two processes making 200 commits")
-	}
-	e := newEnv(t)
+	twoProcesses(t, newEnv(t))
+}
+
+func twoProcesses(t *testing.T, e *env) {
 	propsJSON, _ := json.Marshal(e.props)
 	var cmds []*exec.Cmd
 	var outputs []*strings.Builder
 	for w := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=concurrent", childProps+"="+string(propsJSON),
+		cmd.Env = append(os.Environ(), childEnv+"=concurrent", childProps+"="+string(propsJSON), childNS+"="+e.namespace,
 			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w))
 		out := new(strings.Builder)
 		cmd.Stdout, cmd.Stderr = out, out
@@ -208,7 +209,7 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	var logOffset int64
 	for kill := range kills {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=crash", childProps+"="+string(propsJSON), childLocal+"="+localDir,
+		cmd.Env = append(os.Environ(), childEnv+"=crash", childProps+"="+string(propsJSON), childNS+"="+e.namespace, childLocal+"="+localDir,
 			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
