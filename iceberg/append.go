@@ -83,7 +83,9 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 	props := ice.Properties{SummaryWriter: c.Writer, SummaryCheckpoint: c.Name}
 	for attempt := 1; ; attempt++ {
 		txn := tbl.NewTransaction()
-		err = txn.AddDataFiles(ctx, files, props)
+		// The files are new, named by iceberg-go's writer: skip scanning
+		// every manifest for them, which costs O(table) per commit.
+		err = txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
 		var next *table.Table
 		if err == nil {
 			next, err = txn.Commit(ctx)

@@ -112,6 +112,9 @@ func (t *Table) create(ctx context.Context) (*table.Table, error) {
 			table.ManifestMergeEnabledKey:     "true",
 			table.ManifestMinMergeCountKey:    "20",
 			"covmirror.schema":                "coverage/1",
+			// Bound the metadata file: it is rewritten on every commit.
+			table.MetadataDeleteAfterCommitEnabledKey: "true",
+			table.MetadataPreviousVersionsMaxKey:      "20",
 			table.WriteTargetFileSizeBytesKey: "134217728",
 		}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {

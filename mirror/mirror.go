@@ -28,6 +28,14 @@ type Options struct {
 	// MaxBackoff caps the wait between failed checkpoints; failures back
 	// off exponentially from Interval/10. Zero value: 5m.
 	MaxBackoff time.Duration
+	// ExpireEvery runs snapshot expiry after every this many successful
+	// checkpoints, so that commit latency stays flat as checkpoints
+	// accumulate. Zero value: 20. Negative: never (a scheduled compaction
+	// job expires instead).
+	ExpireEvery int
+	// Expire says which snapshots expiry removes. Zero values: older than
+	// 15 minutes, keeping the last 20.
+	Expire iceberg.ExpireOptions
 	// Logger receives checkpoint failures and recoveries. Zero value:
 	// discard.
 	Logger *slog.Logger
@@ -40,6 +48,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.ExpireEvery == 0 {
+		o.ExpireEvery = 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -146,13 +157,27 @@ func (m *Mirror) sync(ctx context.Context) error {
 			return err // the durable tier holds cp; marking it is retried next time
 		}
 		m.inFlight = nil
-		m.stats.checkpoints.Add(1)
+		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
+		if every := m.opts.ExpireEvery; every > 0 && n%uint64(every) == 0 {
+			m.expire(ctx)
+		}
 		if !leftover {
 			return nil
 		}
 		// A leftover predates what was recorded since: one more round.
 	}
+}
+
+// expire runs snapshot expiry; a failure is only logged, since the
+// checkpoint itself landed and the next expiry covers the same snapshots.
+func (m *Mirror) expire(ctx context.Context) {
+	expired, err := m.opts.Durable.ExpireSnapshots(ctx, m.opts.Expire)
+	if err != nil {
+		m.opts.Logger.Warn("snapshot expiry failed; it is retried after the next checkpoints", "table", m.opts.Durable.Name(), "err", err)
+		return
+	}
+	m.opts.Logger.Debug("snapshots expired", "table", m.opts.Durable.Name(), "expired", expired)
 }
 
 // Close runs a final checkpoint and closes the local tier. The final

@@ -359,3 +359,30 @@ func TestCollectorGathers(t *testing.T) {
 		t.Fatalf("metrics %v", values)
 	}
 }
+
+// TestExpiryKeepsCoverage: periodic snapshot expiry bounds the snapshot
+// list and never changes what is covered.
+func TestExpiryKeepsCoverage(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	m.opts.ExpireEvery = 5
+	m.opts.Expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 3}
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	var want []coverage.Range
+	for i := range uint64(12) {
+		record(t, m, d, i*3, i*3+2)
+		want = append(want, rg(i*3, i*3+2))
+		time.Sleep(2 * time.Millisecond)
+		if err := m.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := committed(t, e, d); !slices.Equal(got, want) {
+		t.Fatalf("after expiry the table covers %v, want %v", got, want)
+	}
+	tbl, _ := e.table.Load(ctx)
+	if n := len(tbl.Metadata().Snapshots()); n > 5 {
+		t.Fatalf("%d snapshots after 12 checkpoints with expiry every 5 keeping 3", n)
+	}
+}

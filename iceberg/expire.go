@@ -1,0 +1,54 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// ExpireOptions says which snapshots ExpireSnapshots removes: those older
+// than OlderThan, always keeping the last RetainLast. Expiry never changes
+// what is covered (the table only ever appends, so the current snapshot
+// references every data file); it drops old snapshots' metadata, so that
+// commit latency stays flat over months of checkpoints. A commit of unknown
+// outcome can only be recognized while its snapshot is retained: keep
+// OlderThan well above the longest checkpoint retry window.
+type ExpireOptions struct {
+	OlderThan  time.Duration // zero value: 15 minutes
+	RetainLast int           // zero value: 20
+}
+
+// ExpireSnapshots expires old snapshots in one commit, retried on conflict
+// with concurrent checkpoints until Options.CommitTimeout. Files no longer
+// referenced are deleted after the commit.
+func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired int, err error) {
+	if o.OlderThan == 0 {
+		o.OlderThan = 15 * time.Minute
+	}
+	if o.RetainLast == 0 {
+		o.RetainLast = 20
+	}
+	deadline := time.Now().Add(t.opts.CommitTimeout)
+	for attempt := 1; ; attempt++ {
+		tbl, err := t.Load(ctx)
+		if err != nil {
+			return 0, err
+		}
+		before := len(tbl.Metadata().Snapshots())
+		txn := tbl.NewTransaction()
+		err = txn.ExpireSnapshots(table.WithOlderThan(o.OlderThan), table.WithRetainLast(o.RetainLast))
+		var next *table.Table
+		if err == nil {
+			next, err = txn.Commit(ctx)
+		}
+		if err == nil {
+			t.remember(next)
+			return before - len(next.Metadata().Snapshots()), nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) || !isConflict(err) {
+			return 0, fmt.Errorf("iceberg: expiring snapshots of %s (attempt %d): %w", t.Name(), attempt, err)
+		}
+	}
+}
