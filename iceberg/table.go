@@ -108,14 +108,14 @@ func (t *Table) create(ctx context.Context) (*table.Table, error) {
 	tbl, err := t.cat.CreateTable(ctx, t.ident, CoverageSchema(),
 		catalog.WithPartitionSpec(&spec),
 		catalog.WithProperties(ice.Properties{
-			table.PropertyFormatVersion:       "2",
-			table.ManifestMergeEnabledKey:     "true",
-			table.ManifestMinMergeCountKey:    "20",
-			"covmirror.schema":                "coverage/1",
+			table.PropertyFormatVersion:    "2",
+			table.ManifestMergeEnabledKey:  "true",
+			table.ManifestMinMergeCountKey: "20",
+			"covmirror.schema":             "coverage/1",
 			// Bound the metadata file: it is rewritten on every commit.
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			table.MetadataPreviousVersionsMaxKey:      "20",
-			table.WriteTargetFileSizeBytesKey: "134217728",
+			table.WriteTargetFileSizeBytesKey:         "134217728",
 		}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return t.cat.LoadTable(ctx, t.ident) // another process created it first
