@@ -63,24 +63,32 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	return t.appendRows(ctx, c.Name, c.Writer, c.MayHaveLanded, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+		return buildRecord(schema, c, time.Now())
+	})
+}
+
+// appendRows is Append for any rows: build lays them out in the table's
+// arrow schema; name and writer go to the snapshot summary.
+func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLanded bool, build func(*arrow.Schema) (arrow.RecordBatch, error)) error {
 	deadline := time.Now().Add(t.opts.CommitTimeout)
 	var tbl *table.Table
 	var err error
-	if c.MayHaveLanded {
+	if mayHaveLanded {
 		if tbl, err = t.Load(ctx); err != nil {
 			return err
 		}
-		if landed(tbl, c.Name) {
+		if landed(tbl, name) {
 			return nil
 		}
 	} else if tbl, err = t.recent(ctx); err != nil {
 		return err
 	}
-	files, err := t.writeFiles(ctx, tbl, c)
+	files, err := t.writeFiles(ctx, tbl, name, build)
 	if err != nil {
 		return err
 	}
-	props := ice.Properties{SummaryWriter: c.Writer, SummaryCheckpoint: c.Name}
+	props := ice.Properties{SummaryWriter: writer, SummaryCheckpoint: name}
 	for attempt := 1; ; attempt++ {
 		txn := tbl.NewTransaction()
 		// The files are new, named by iceberg-go's writer: skip scanning
@@ -96,12 +104,12 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 		}
 		conflict := isConflict(err)
 		if ctx.Err() != nil {
-			return fmt.Errorf("iceberg: checkpoint %s on %s: %w", c.Name, t.Name(), ctx.Err())
+			return fmt.Errorf("iceberg: commit %s on %s: %w", name, t.Name(), ctx.Err())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: checkpoint %s on %s after %d attempts: %w", ErrCommitTimeout, c.Name, t.Name(), attempt, err)
+			return fmt.Errorf("%w: commit %s on %s after %d attempts: %w", ErrCommitTimeout, name, t.Name(), attempt, err)
 		}
-		t.opts.Logger.Debug("coverage commit retry", "table", t.Name(), "checkpoint", c.Name, "attempt", attempt, "conflict", conflict, "err", err)
+		t.opts.Logger.Debug("commit retry", "table", t.Name(), "commit", name, "attempt", attempt, "conflict", conflict, "err", err)
 		if !conflict {
 			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
 				return err
@@ -113,7 +121,7 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 			}
 			continue
 		}
-		if !conflict && landed(tbl, c.Name) {
+		if !conflict && landed(tbl, name) {
 			return nil // the failed-looking commit had landed
 		}
 	}
@@ -130,14 +138,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// writeFiles writes the commit's rows with iceberg-go's writer, sorted by
-// destination and start, into the table's data location.
-func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, c Commit) ([]ice.DataFile, error) {
+// writeFiles writes the rows build lays out with iceberg-go's writer into
+// the table's data location.
+func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, build func(*arrow.Schema) (arrow.RecordBatch, error)) ([]ice.DataFile, error) {
 	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: arrow schema of %s: %w", t.Name(), err)
 	}
-	rec, err := buildRecord(schema, c, time.Now())
+	rec, err := build(schema)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +153,7 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, c Commit) ([]i
 	var files []ice.DataFile
 	for df, err := range table.WriteRecords(ctx, tbl, schema, iter.Seq2[arrow.RecordBatch, error](records)) {
 		if err != nil {
-			return nil, fmt.Errorf("%w: writing data files of checkpoint %s to %s: %w", coverage.ErrUnavailable, c.Name, t.Name(), err)
+			return nil, fmt.Errorf("%w: writing data files of %s to %s: %w", coverage.ErrUnavailable, name, t.Name(), err)
 		}
 		files = append(files, df)
 	}

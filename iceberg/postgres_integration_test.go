@@ -63,3 +63,18 @@ func TestConformancePostgres(t *testing.T) {
 		Light:          true,
 	})
 }
+
+func TestPositionsConformancePostgres(t *testing.T) {
+	coveragetest.RunPositions(t, coveragetest.PositionHarness{
+		Open: func(t *testing.T, sources ...coverage.Source) coverage.PositionStore {
+			tbl := openPostgres(t)
+			p, err := OpenPositions(context.Background(), tbl.Catalog(), tbl.opts, "", "test", sources...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tbl.Catalog().DropTable(context.Background(), p.Table().Identifier()) })
+			return p
+		},
+		Light: true,
+	})
+}

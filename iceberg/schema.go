@@ -66,3 +66,31 @@ func checkSchema(ident string, got, want *ice.Schema) error {
 	}
 	return nil
 }
+
+// Column names of the positions table, where stored sources (file sets,
+// Arrow streams, table shares, REST/WSS) keep their cursors. Like the
+// coverage table it is a log: every saved position is a row, and
+// coverage.ResumePosition chooses among them against raw's coverage.
+const (
+	ColSource  = "source"   // string, required
+	ColCursor  = "cursor"   // binary, required: the source's opaque cursor
+	ColBatch   = "batch"    // long, required: the last raw batch id the cursor covers
+	ColSavedAt = "saved_at" // timestamptz, required
+)
+
+// PositionsSchema is the positions table's schema, partitioned by source.
+func PositionsSchema() *ice.Schema {
+	return ice.NewSchema(0,
+		ice.NestedField{ID: 1, Name: ColSource, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 2, Name: ColPartition, Type: ice.PrimitiveTypes.Int32, Required: true},
+		ice.NestedField{ID: 3, Name: ColCursor, Type: ice.PrimitiveTypes.Binary, Required: true},
+		ice.NestedField{ID: 4, Name: ColBatch, Type: ice.PrimitiveTypes.Int64, Required: true},
+		ice.NestedField{ID: 5, Name: ColWriter, Type: ice.PrimitiveTypes.String, Required: true},
+		ice.NestedField{ID: 6, Name: ColSavedAt, Type: ice.PrimitiveTypes.TimestampTz, Required: true},
+	)
+}
+
+// PositionsSpec partitions the positions table by source.
+func PositionsSpec() ice.PartitionSpec {
+	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: ColSource, Transform: ice.IdentityTransform{}})
+}

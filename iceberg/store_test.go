@@ -39,3 +39,17 @@ func TestConformanceEmbedded(t *testing.T) {
 		Light:          true,
 	})
 }
+
+func TestPositionsConformanceEmbedded(t *testing.T) {
+	coveragetest.RunPositions(t, coveragetest.PositionHarness{
+		Open: func(t *testing.T, sources ...coverage.Source) coverage.PositionStore {
+			tbl := openEmbedded(t)
+			p, err := OpenPositions(context.Background(), tbl.Catalog(), tbl.opts, "", "test", sources...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		Light: true,
+	})
+}

@@ -80,11 +80,20 @@ type Table struct {
 // missing. An existing table with an incompatible schema fails with
 // ErrIncompatibleTable and is left as it is.
 func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error) {
+	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), "coverage/1")
+}
+
+// openTable opens or creates the table name in opts.Namespace with schema
+// and spec, refusing an existing table whose schema is incompatible.
+func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name string, schema *ice.Schema, spec ice.PartitionSpec, kind string) (*Table, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Table{cat: cat, ident: append(append(table.Identifier{}, opts.Namespace...), opts.Name), opts: opts}
+	if name == "" {
+		name = opts.Name
+	}
+	t := &Table{cat: cat, ident: append(append(table.Identifier{}, opts.Namespace...), name), opts: opts}
 	if err := cat.CreateNamespace(ctx, opts.Namespace, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		if exists, checkErr := cat.CheckNamespaceExists(ctx, opts.Namespace); checkErr != nil || !exists {
 			return nil, fmt.Errorf("%w: creating namespace %s: %w", coverage.ErrUnavailable, strings.Join(opts.Namespace, "."), err)
@@ -92,26 +101,25 @@ func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error
 	}
 	tbl, err := cat.LoadTable(ctx, t.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		tbl, err = t.create(ctx)
+		tbl, err = t.create(ctx, schema, spec, kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading table %s: %w", coverage.ErrUnavailable, t.Name(), err)
 	}
-	if err := checkSchema(t.Name(), tbl.Schema(), CoverageSchema()); err != nil {
+	if err := checkSchema(t.Name(), tbl.Schema(), schema); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *Table) create(ctx context.Context) (*table.Table, error) {
-	spec := CoverageSpec()
-	tbl, err := t.cat.CreateTable(ctx, t.ident, CoverageSchema(),
+func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.PartitionSpec, kind string) (*table.Table, error) {
+	tbl, err := t.cat.CreateTable(ctx, t.ident, schema,
 		catalog.WithPartitionSpec(&spec),
 		catalog.WithProperties(ice.Properties{
 			table.PropertyFormatVersion:    "2",
 			table.ManifestMergeEnabledKey:  "true",
 			table.ManifestMinMergeCountKey: "20",
-			"covmirror.schema":             "coverage/1",
+			"covmirror.schema":             kind,
 			// Bound the metadata file: it is rewritten on every commit.
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			table.MetadataPreviousVersionsMaxKey:      "20",

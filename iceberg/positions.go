@@ -1,0 +1,171 @@
+package iceberg
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// PositionsTableName is the default name of the positions table, beside the
+// coverage table in the same namespace.
+const PositionsTableName = "positions"
+
+// Positions is the positions table as a coverage.PositionStore: each saved
+// position is one append commit, reads are scans. Broker-managed and
+// unknown sources are refused before anything is written.
+type Positions struct {
+	table   *Table
+	writer  string
+	regimes map[string]coverage.Regime
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ coverage.PositionStore = (*Positions)(nil)
+
+// OpenPositions opens (or creates) the positions table named name (zero
+// value: PositionsTableName) in opts.Namespace, for the configured sources.
+func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name, writer string, sources ...coverage.Source) (*Positions, error) {
+	regimes, err := coverage.SourceRegimes(sources)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = PositionsTableName
+	}
+	t, err := openTable(ctx, cat, opts, name, PositionsSchema(), PositionsSpec(), "positions/1")
+	if err != nil {
+		return nil, err
+	}
+	return &Positions{table: t, writer: writer, regimes: regimes}, nil
+}
+
+// Table is the underlying table.
+func (p *Positions) Table() *Table { return p.table }
+
+func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
+	dest := coverage.Destination{Topic: source, Partition: partition}
+	if err := ctx.Err(); err != nil {
+		return coverage.NewError(op, dest, coverage.Range{}, err)
+	}
+	if err := coverage.CheckStoredSource(p.regimes, source); err != nil {
+		return coverage.NewError(op, dest, coverage.Range{}, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return coverage.NewError(op, dest, coverage.Range{}, coverage.ErrClosed)
+	}
+	return nil
+}
+
+// SavePosition implements coverage.PositionStore with one append commit.
+func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
+	if err := p.check(ctx, "save position", pos.Source, pos.Partition); err != nil {
+		return err
+	}
+	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
+	if err := pos.Validate(); err != nil {
+		return coverage.NewError("save position", dest, coverage.Range{}, err)
+	}
+	if pos.Batch > MaxBatchEnd {
+		return coverage.NewError("save position", dest, coverage.Range{},
+			fmt.Errorf("%w: batch %d does not fit the table's long column", coverage.ErrInvalidPosition, pos.Batch))
+	}
+	name := p.writer + "/position/" + rand.Text()
+	err := p.table.appendRows(ctx, name, p.writer, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+		return positionRecord(schema, pos, p.writer, time.Now())
+	})
+	return coverage.NewError("save position", dest, coverage.Range{}, err)
+}
+
+func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, now time.Time) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	ts, err := arrow.TimestampFromTime(now, arrow.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range schema.Fields() {
+		switch f.Name {
+		case ColSource:
+			b.Field(i).(*array.StringBuilder).Append(pos.Source)
+		case ColPartition:
+			b.Field(i).(*array.Int32Builder).Append(pos.Partition)
+		case ColCursor:
+			b.Field(i).(*array.BinaryBuilder).Append(pos.Cursor)
+		case ColBatch:
+			b.Field(i).(*array.Int64Builder).Append(int64(pos.Batch))
+		case ColWriter:
+			b.Field(i).(*array.StringBuilder).Append(writer)
+		case ColSavedAt:
+			b.Field(i).(*array.TimestampBuilder).Append(ts)
+		default:
+			if !f.Nullable {
+				return nil, fmt.Errorf("%w: required column %s is not one covmirror writes", ErrIncompatibleTable, f.Name)
+			}
+			b.Field(i).AppendNull()
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// Positions implements coverage.PositionStore.
+func (p *Positions) Positions(ctx context.Context, source string, partition int32) ([]coverage.Position, error) {
+	if err := p.check(ctx, "positions", source, partition); err != nil {
+		return nil, err
+	}
+	dest := coverage.Destination{Topic: source, Partition: partition}
+	tbl, err := p.table.Load(ctx)
+	if err != nil {
+		return nil, coverage.NewError("positions", dest, coverage.Range{}, err)
+	}
+	out := []coverage.Position{}
+	if tbl.CurrentSnapshot() == nil {
+		return out, nil
+	}
+	filter := ice.NewAnd(ice.EqualTo(ice.Reference(ColSource), source), ice.EqualTo(ice.Reference(ColPartition), partition))
+	_, records, err := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(ColCursor, ColBatch)).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, coverage.NewError("positions", dest, coverage.Range{}, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
+	}
+	for rec, err := range records {
+		if err != nil {
+			return nil, coverage.NewError("positions", dest, coverage.Range{}, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
+		}
+		cursors, okC := rec.Column(int(rec.Schema().FieldIndices(ColCursor)[0])).(*array.Binary)
+		batches, okB := rec.Column(int(rec.Schema().FieldIndices(ColBatch)[0])).(*array.Int64)
+		if !okC || !okB {
+			rec.Release()
+			return nil, fmt.Errorf("%w: scan of %s returned %s", ErrIncompatibleTable, p.table.Name(), rec.Schema())
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out = append(out, coverage.Position{Source: source, Partition: partition,
+				Cursor: slices.Clone(cursors.Value(i)), Batch: uint64(batches.Value(i))})
+		}
+		rec.Release()
+	}
+	slices.SortFunc(out, coverage.ComparePositions)
+	return slices.CompactFunc(out, func(a, b coverage.Position) bool { return coverage.ComparePositions(a, b) == 0 }), nil
+}
+
+// Close implements coverage.PositionStore.
+func (p *Positions) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return nil
+}
