@@ -26,6 +26,8 @@ test-integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
+	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 5x ./mirror
+	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:
