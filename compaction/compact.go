@@ -1,0 +1,200 @@
+package compaction
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// ErrNotSetEqual: the rows a compaction would write do not cover exactly
+// what its inputs covered. Nothing was committed.
+var ErrNotSetEqual = errors.New("compaction would change the covered set")
+
+// Options configures Compact. Zero values are documented defaults.
+type Options struct {
+	// SmallFileSize: data files under this many bytes are small. Zero
+	// value: 32 MiB.
+	SmallFileSize int64
+	// MinSmallFiles: a sink's partition is rewritten when it has at least
+	// this many small files. Zero value: 2.
+	MinSmallFiles int
+	// SkipVerify skips the set-equality check before each commit. The zero
+	// value verifies, which costs one pass over the merged ranges.
+	SkipVerify bool
+	// Job names the compaction in snapshot summaries. Zero value:
+	// "covmirror-compaction".
+	Job string
+	// Logger receives per-partition progress. Zero value: discard.
+	Logger *slog.Logger
+}
+
+func (o *Options) ensureDefaults() {
+	if o.SmallFileSize == 0 {
+		o.SmallFileSize = 32 << 20
+	}
+	if o.MinSmallFiles == 0 {
+		o.MinSmallFiles = 2
+	}
+	if o.Job == "" {
+		o.Job = "covmirror-compaction"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Result is what one Compact run did.
+type Result struct {
+	Partitions   int   `json:"partitions"`    // sinks whose files were rewritten
+	Skipped      int   `json:"skipped"`       // sinks lost to a concurrent rewrite
+	FilesRead    int   `json:"files_read"`    // data files replaced
+	FilesWritten int   `json:"files_written"` // data files written
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
+	RowsRead     int64 `json:"rows_read"`
+	RowsWritten  int64 `json:"rows_written"`
+}
+
+// Compact rewrites, per sink, the coverage table's data files into merged
+// rows: each destination's ranges union-merged (overlapping and adjacent
+// ranges join; a hole stays a hole), sorted by destination and start. Each
+// sink is one replace commit; checkpoints appended meanwhile are kept. A
+// sink whose files another compaction already replaced is skipped,
+// unchanged.
+func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error) {
+	opts.ensureDefaults()
+	var res Result
+	tbl, err := t.Load(ctx)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return res, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return res, fmt.Errorf("compaction: planning %s: %w", t.Name(), err)
+	}
+	bySink := map[string][]table.FileScanTask{}
+	for _, task := range tasks {
+		if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
+			return res, fmt.Errorf("compaction: %s has delete files, which covmirror never writes: refusing to rewrite it", t.Name())
+		}
+		sink, ok := sinkOf(task.File)
+		if !ok {
+			return res, fmt.Errorf("compaction: data file %s of %s has no sink partition value", task.File.FilePath(), t.Name())
+		}
+		bySink[sink] = append(bySink[sink], task)
+	}
+	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		group := bySink[sink]
+		small := 0
+		for _, task := range group {
+			if task.File.FileSizeBytes() < opts.SmallFileSize {
+				small++
+			}
+		}
+		if small < opts.MinSmallFiles {
+			continue
+		}
+		done, err := compactSink(ctx, t, tbl, sink, group, opts)
+		if errors.Is(err, iceberg.ErrInputsGone) {
+			opts.Logger.Info("compaction lost a race for a sink; left as it is", "sink", sink, "err", err)
+			res.Skipped++
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Partitions++
+		res.FilesRead += done.FilesRead
+		res.FilesWritten += done.FilesWritten
+		res.BytesRead += done.BytesRead
+		res.BytesWritten += done.BytesWritten
+		res.RowsRead += done.RowsRead
+		res.RowsWritten += done.RowsWritten
+		opts.Logger.Info("compacted", "sink", sink, "files_read", done.FilesRead, "files_written", done.FilesWritten)
+	}
+	return res, nil
+}
+
+func sinkOf(df ice.DataFile) (string, bool) {
+	for _, v := range df.Partition() {
+		if s, ok := v.(string); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// compactSink rewrites one sink's files as read at tbl's snapshot.
+func compactSink(ctx context.Context, t *iceberg.Table, tbl *table.Table, sink string, group []table.FileScanTask, opts Options) (Result, error) {
+	var res Result
+	inputs := make([]ice.DataFile, 0, len(group))
+	for _, task := range group {
+		inputs = append(inputs, task.File)
+		res.FilesRead++
+		res.BytesRead += task.File.FileSizeBytes()
+		res.RowsRead += task.File.Count()
+	}
+	before, err := iceberg.ReadCoverage(ctx, tbl, iceberg.Filter{Sink: sink})
+	if err != nil {
+		return res, fmt.Errorf("compaction: reading sink %s: %w", sink, err)
+	}
+	c := iceberg.Commit{Name: opts.Job + "/" + rand.Text(), Writer: opts.Job}
+	for _, d := range slices.SortedFunc(maps.Keys(before), coverage.Destination.Compare) {
+		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: before[d].Ranges()})
+		res.RowsWritten += int64(before[d].Len())
+	}
+	if !opts.SkipVerify {
+		if err := verify(before, c.Ranges); err != nil {
+			return res, fmt.Errorf("compaction: sink %s: %w", sink, err)
+		}
+	}
+	written, err := t.Rewrite(ctx, tbl, inputs, c)
+	if err != nil {
+		return res, err
+	}
+	for _, df := range written {
+		res.FilesWritten++
+		res.BytesWritten += df.FileSizeBytes()
+	}
+	return res, nil
+}
+
+// verify checks that the rows to write cover exactly what the inputs did,
+// destination by destination.
+func verify(before map[coverage.Destination]*coverage.RangeSet, rows []coverage.DestinationRanges) error {
+	after := map[coverage.Destination]*coverage.RangeSet{}
+	for _, dr := range rows {
+		set := after[dr.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			after[dr.Destination] = set
+		}
+		for _, r := range dr.Ranges {
+			if err := set.Add(r); err != nil {
+				return fmt.Errorf("%w: %s %s: %w", ErrNotSetEqual, dr.Destination, r, err)
+			}
+		}
+	}
+	if len(after) != len(before) {
+		return fmt.Errorf("%w: %d destinations before, %d after", ErrNotSetEqual, len(before), len(after))
+	}
+	for d, want := range before {
+		if got := after[d]; got == nil || !got.Equal(want) {
+			return fmt.Errorf("%w: %s covered %v before, %v after", ErrNotSetEqual, d, want.String(), got)
+		}
+	}
+	return nil
+}
