@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 )
@@ -65,22 +66,25 @@ func BenchmarkCheckpointVsAppend(b *testing.B) {
 	}
 }
 
-// BenchmarkCommitLatencyOverTime makes 1,000 one-range checkpoints on one
-// table and reports the latency of the first ten and of the last ten, and
-// their ratio. Manifest merging and the Mirror's periodic snapshot expiry
-// (every 20 checkpoints, keeping the last 20 snapshots; the age limit is
-// lowered since the run is shorter than the default 15 minutes) keep it
-// flat: the metadata file, rewritten by every commit, stays small.
+// BenchmarkCommitLatencyOverTime makes 1,010 one-range checkpoints on one
+// table, as a pod does, with the Mirror's snapshot expiry (every 20
+// checkpoints, keeping 20 snapshots; the age limit is lowered since the run
+// is shorter than the default 15 minutes) and a scheduled compaction job
+// every 100 checkpoints (after the 100th, 200th, ... 1,000th). It reports the
+// mean latency of checkpoints 1-10 and of checkpoints 1,001-1,010 (the same
+// point of the compaction cycle) and their ratio, and the mean of
+// checkpoints 991-1,000, the peak of a cycle, when 100 small files wait for
+// the compaction:
 //
 //	go test ./mirror -run '^$' -bench CommitLatencyOverTime -benchtime 1x
 func BenchmarkCommitLatencyOverTime(b *testing.B) {
-	const n, window = 1000, 10
+	const n, window, compactEvery = 1010, 10, 100
 	e := newBenchEnv(b)
 	m := e.benchOwner(b)
 	defer m.Close()
 	m.opts.ExpireEvery = 20
 	m.opts.Expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 20}
-	var first, last time.Duration
+	var first, last, peak time.Duration
 	for range b.N {
 		for i := range n {
 			if err := m.Record(ctx, coverage.Destination{Sink: "lake", Topic: "orders"}, coverage.Range{Start: uint64(i) * 2, End: uint64(i)*2 + 1}); err != nil {
@@ -91,17 +95,25 @@ func BenchmarkCommitLatencyOverTime(b *testing.B) {
 				b.Fatal(err)
 			}
 			took := time.Since(start)
-			if i < window {
+			switch {
+			case i < window:
 				first += took
-			}
-			if i >= n-window {
+			case i >= n-window:
 				last += took
+			case i >= n-2*window:
+				peak += took
+			}
+			if i%compactEvery == compactEvery-1 {
+				if _, err := compaction.Compact(ctx, e.table, compaction.Options{}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(window*b.N) }
 	b.ReportMetric(ms(first), "first10-ms")
 	b.ReportMetric(ms(last), "last10-ms")
+	b.ReportMetric(ms(peak), "cycle-peak-ms")
 	b.ReportMetric(last.Seconds()/first.Seconds(), "ratio")
 }
 
