@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	ice "github.com/apache/iceberg-go"
 	"github.com/apache/arrow-go/v18/arrow"
+	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
