@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/binary"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -191,21 +192,28 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	defer b.Close()
 	marked := make(map[coverage.Destination]coverage.RangeSet, len(inFlight.Ranges))
 	since := make(map[coverage.Destination]time.Time, len(inFlight.Ranges))
+	var replaced []coverage.Range
+	var value [8]byte
 	for _, dr := range inFlight.Ranges {
 		d, st := dr.Destination, s.state(dr.Destination)
 		set := st.checkpointed.Clone()
+		// One encoded prefix per destination; the batch copies each key.
+		prefix := destinationPrefix(nil, kindCheckpointed, d)
+		key := func(start uint64) []byte { return binary.BigEndian.AppendUint64(prefix[:len(prefix):len(prefix)], start) }
 		for _, r := range dr.Ranges {
-			m, err := set.MergeRange(r, nil)
+			m, err := set.MergeRange(r, replaced)
 			if err != nil {
 				return coverage.NewError("commit checkpoint", d, r, err)
 			}
+			replaced = m.Replaced
 			for _, old := range m.Replaced {
 				if old.Start != m.Merged.Start {
-					_ = b.Delete(rangeKey(nil, kindCheckpointed, d, old.Start), nil)
+					_ = b.Delete(key(old.Start), nil)
 				}
 			}
 			if m.Added > 0 {
-				_ = b.Set(rangeKey(nil, kindCheckpointed, d, m.Merged.Start), encodeUint64(m.Merged.End), nil)
+				binary.BigEndian.PutUint64(value[:], m.Merged.End)
+				_ = b.Set(key(m.Merged.Start), value[:], nil)
 			}
 		}
 		marked[d] = set
