@@ -2,8 +2,8 @@ package local
 
 import (
 	"context"
-	"encoding/binary"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -199,7 +199,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		set := st.checkpointed.Clone()
 		// One encoded prefix per destination; the batch copies each key.
 		prefix := destinationPrefix(nil, kindCheckpointed, d)
-		key := func(start uint64) []byte { return binary.BigEndian.AppendUint64(prefix[:len(prefix):len(prefix)], start) }
+		key := func(start uint64) []byte {
+			return binary.BigEndian.AppendUint64(prefix[:len(prefix):len(prefix)], start)
+		}
 		for _, r := range dr.Ranges {
 			m, err := set.MergeRange(r, replaced)
 			if err != nil {
