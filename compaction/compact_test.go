@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
@@ -120,26 +121,44 @@ func TestCompactionIsSetEqualAndFewerFiles(t *testing.T) {
 	}
 }
 
-func TestAppendDuringRewriteIsKept(t *testing.T) {
+// rewriteSetup is a table of n random checkpoints, its coverage, its
+// metadata and its data files: the inputs of a hand-driven rewrite.
+func rewriteSetup(t *testing.T, seed uint64, n int) (*iceberg.Table, map[coverage.Destination]*coverage.RangeSet, *table.Table, []ice.DataFile) {
+	t.Helper()
 	tbl := openTable(t)
-	randomCheckpoints(t, tbl, rand.New(rand.NewPCG(1, 2)), 10)
-	before := coverageOf(t, tbl)
-	base, _ := tbl.Load(ctx)
-	tasks, _ := base.Scan().PlanFiles(ctx)
-	var c iceberg.Commit
-	c.Name, c.Writer = "compaction/test", "compaction"
-	for d, set := range before {
-		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
+	randomCheckpoints(t, tbl, rand.New(rand.NewPCG(seed, seed)), n)
+	base, err := tbl.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	late := coverage.Destination{Sink: "lake", Topic: "orders", Partition: 9}
-	// A checkpoint lands after the compaction read its inputs.
-	if err := tbl.Append(ctx, iceberg.Commit{Name: "late", Writer: "pod", Ranges: []coverage.DestinationRanges{
-		{Destination: late, Ranges: []coverage.Range{{Start: 1000, End: 1010}}}}}); err != nil {
+	tasks, err := base.Scan().PlanFiles(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	inputs := make([]ice.DataFile, 0, len(tasks))
 	for _, task := range tasks {
 		inputs = append(inputs, task.File)
+	}
+	return tbl, coverageOf(t, tbl), base, inputs
+}
+
+// mergedCommit is a rewrite commit holding exactly the given coverage.
+func mergedCommit(name string, cov map[coverage.Destination]*coverage.RangeSet) iceberg.Commit {
+	c := iceberg.Commit{Name: name, Writer: "compaction"}
+	for d, set := range cov {
+		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
+	}
+	return c
+}
+
+func TestAppendDuringRewriteIsKept(t *testing.T) {
+	tbl, before, base, inputs := rewriteSetup(t, 1, 10)
+	c := mergedCommit("compaction/test", before)
+	late := coverage.Destination{Sink: "lake", Topic: "orders", Partition: 9}
+	// A checkpoint lands after the compaction read its inputs.
+	if err := tbl.Append(ctx, iceberg.Commit{Name: "late", Writer: "pod", Ranges: []coverage.DestinationRanges{
+		{Destination: late, Ranges: []coverage.Range{{Start: 1000, End: 1010}}}}}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := tbl.Rewrite(ctx, base, inputs, c); err != nil {
 		t.Fatal(err)
@@ -153,28 +172,13 @@ func TestAppendDuringRewriteIsKept(t *testing.T) {
 }
 
 func TestRacingCompactionsOneWins(t *testing.T) {
-	tbl := openTable(t)
-	randomCheckpoints(t, tbl, rand.New(rand.NewPCG(3, 4)), 12)
-	before := coverageOf(t, tbl)
-	base, _ := tbl.Load(ctx)
-	tasks, _ := base.Scan().PlanFiles(ctx)
-	inputs := make([]ice.DataFile, 0, len(tasks))
-	for _, task := range tasks {
-		inputs = append(inputs, task.File)
-	}
-	commit := func(name string) iceberg.Commit {
-		c := iceberg.Commit{Name: name, Writer: "compaction"}
-		for d, set := range before {
-			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
-		}
-		return c
-	}
-	if _, err := tbl.Rewrite(ctx, base, inputs, commit("first")); err != nil {
+	tbl, before, base, inputs := rewriteSetup(t, 3, 12)
+	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("first", before)); err != nil {
 		t.Fatal(err)
 	}
 	snapshots := func() int { l, _ := tbl.Load(ctx); return len(l.Metadata().Snapshots()) }
 	n := snapshots()
-	if _, err := tbl.Rewrite(ctx, base, inputs, commit("second")); !errors.Is(err, iceberg.ErrInputsGone) {
+	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("second", before)); !errors.Is(err, iceberg.ErrInputsGone) {
 		t.Fatalf("the losing rewrite: %v, want ErrInputsGone", err)
 	}
 	if snapshots() != n {
