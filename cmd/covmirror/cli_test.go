@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the transcripts under testdata with the actual output")
+
+// TestTranscripts runs each testdata/*.txt transcript against a fresh state
+// directory. A transcript is a sequence of blocks:
+//
+//	$ covmirror ARGS...      the command (global --state is added)
+//	expected stdout lines
+//	? N                      optional: the expected exit status (default 0)
+//	stderr: TEXT             optional: stderr must contain TEXT
+//
+// Regenerate expectations with: go test ./cmd/covmirror -run Transcripts -update
+func TestTranscripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no transcripts under testdata")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := t.TempDir()
+			var out strings.Builder
+			for _, block := range splitBlocks(string(data)) {
+				if !strings.HasPrefix(block.command, "$ covmirror") {
+					out.WriteString(block.raw)
+					continue
+				}
+				args := append([]string{"--state", state, "--writer", "test"}, strings.Fields(strings.TrimPrefix(block.command, "$ covmirror"))...)
+				var stdout, stderr bytes.Buffer
+				err := Run(context.Background(), args, &stdout, &stderr)
+				code := exitCode(err)
+				if err != nil && code != 0 {
+					stderr.WriteString(err.Error())
+				}
+				got := block.command + "\n" + stdout.String()
+				if code != 0 {
+					got += "? " + strconv.Itoa(code) + "\n"
+				}
+				for _, want := range block.stderr {
+					got += "stderr: " + want + "\n"
+					if !strings.Contains(stderr.String(), want) {
+						t.Errorf("%s\nstderr %q lacks %q", block.command, stderr.String(), want)
+					}
+				}
+				if !*update && got != block.raw {
+					t.Errorf("%s:\n--- want\n%s--- got\n%s", file, block.raw, got)
+				}
+				out.WriteString(got)
+			}
+			if *update {
+				if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+type block struct {
+	command string   // the "$ covmirror ..." line, or "" for leading comments
+	raw     string   // the block as written, command line included
+	stderr  []string // expected stderr fragments
+}
+
+func splitBlocks(text string) []block {
+	var blocks []block
+	cur := block{}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "$ ") {
+			if cur.raw != "" {
+				blocks = append(blocks, cur)
+			}
+			cur = block{command: strings.TrimSpace(line)}
+		}
+		if s, ok := strings.CutPrefix(line, "stderr: "); ok {
+			cur.stderr = append(cur.stderr, strings.TrimSpace(s))
+		}
+		cur.raw += line
+	}
+	if cur.raw != "" {
+		blocks = append(blocks, cur)
+	}
+	return blocks
+}

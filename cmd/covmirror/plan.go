@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+func runPlan(ctx context.Context, g *globals, args []string) error {
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--json]")
+	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
+	maxBatches := fs.Uint64("max-batches", 10_000, "largest task")
+	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end}")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *maxBatches == 0 {
+		return usageError{fmt.Errorf("plan: --max-batches must be positive")}
+	}
+	table, err := g.openTable(ctx)
+	if err != nil {
+		return err
+	}
+	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches})
+	if err != nil {
+		return err
+	}
+	rows := make([]gapRow, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
+	}
+	if *asJSON {
+		return json.NewEncoder(g.stdout).Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(g.stdout, "nothing to replay")
+	}
+	for i, r := range rows {
+		fmt.Fprintf(g.stdout, "task %d: replay %s/%s/%d [%d,%d) from %s\n", i+1, r.Sink, r.Topic, r.Partition, r.Start, r.End, *reference)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError struct{ error }
+
+// errHelp is returned after --help printed the usage: exit status 0.
+var errHelp = errors.New("help requested")
+
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
+}
+
+// command is one subcommand: its one-line summary and its run function,
+// which gets the global settings and the arguments after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, g *globals, args []string) error
+}
+
+// commands is filled in init: the subcommands refer back to it for their
+// usage text.
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"record":     {"record a range a sink has acknowledged into the local tier", runRecord},
+		"checkpoint": {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
+		"inspect":    {"show the local tier's diagnostics (offline, or --url of a running pod)", runInspect},
+		"gaps":       {"list committed gaps of every sink against the reference (raw)", runGaps},
+		"plan":       {"print the recovery plan: replay tasks from committed coverage", runPlan},
+		"compact":    {"rewrite the coverage table's small files, set-equal", runCompact},
+		"demo":       {"run the whole system once on embedded defaults and explain each step", runDemo},
+	}
+}
+
+// globals are the settings every subcommand shares.
+type globals struct {
+	stdout, stderr io.Writer
+	state          string
+	props          map[string]string
+	namespace      string
+	table          string
+	writer         string
+}
+
+// Run runs the command line args, writing to stdout and stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	g := &globals{stdout: stdout, stderr: stderr, props: map[string]string{}}
+	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&g.state, "state", envOr("COVMIRROR_STATE", "./covmirror-data"), "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (env COVMIRROR_STATE)")
+	fs.Func("catalog-prop", "iceberg-go catalog property key=value, repeatable (env COVMIRROR_CATALOG_PROPS, comma-separated); none: the embedded SQLite catalog under --state", func(kv string) error {
+		return addProp(g.props, kv)
+	})
+	fs.StringVar(&g.namespace, "namespace", envOr("COVMIRROR_NAMESPACE", "covmirror"), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
+	fs.StringVar(&g.table, "table", envOr("COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
+	host, _ := os.Hostname()
+	fs.StringVar(&g.writer, "writer", envOr("COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
+	fs.Usage = func() { usage(stderr, fs) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
+		for _, kv := range strings.Split(env, ",") {
+			if err := addProp(g.props, kv); err != nil {
+				return usageError{fmt.Errorf("COVMIRROR_CATALOG_PROPS: %w", err)}
+			}
+		}
+	}
+	if fs.NArg() == 0 {
+		usage(stderr, fs)
+		return usageError{errors.New("no command given")}
+	}
+	name := fs.Arg(0)
+	if name == "help" {
+		usage(stdout, fs)
+		return nil
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		return usageError{fmt.Errorf("unknown command %q (try covmirror --help)", name)}
+	}
+	return cmd.run(ctx, g, fs.Args()[1:])
+}
+
+func addProp(props map[string]string, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("catalog property %q is not key=value", kv)
+	}
+	props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nglobal flags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error.")
+}
+
+// subFlags is a subcommand's flag set, printing its usage on --help.
+func subFlags(g *globals, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(g.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(g.stderr, "usage: covmirror %s %s\n\n%s\n\nflags:\n", name, args, commands[name].summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses a subcommand's flags, mapping errors to exit statuses.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())}
+	}
+	return nil
+}
