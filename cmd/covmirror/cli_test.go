@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the transcripts under testdata with the actual output")
@@ -99,4 +102,50 @@ func splitBlocks(text string) []block {
 		blocks = append(blocks, cur)
 	}
 	return blocks
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCompactScheduleStopsOnCancel runs compact --every until its context
+// is cancelled, as SIGTERM does, and expects a clean stop and one JSON line
+// per run.
+func TestCompactScheduleStopsOnCancel(t *testing.T) {
+	state := t.TempDir()
+	global := []string{"--state", state, "--writer", "test"}
+	for _, args := range [][]string{{"record", "--sink", "lake", "--topic", "t", "--range", "1:2"}, {"checkpoint"}} {
+		if err := Run(context.Background(), append(global, args...), io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out lockedBuffer
+	done := make(chan error)
+	go func() { done <- Run(ctx, append(global, "compact", "--every", "20ms", "--json"), &out, io.Discard) }()
+	for deadline := time.Now().Add(2 * time.Minute); strings.Count(out.String(), "\n") < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("scheduled compaction after cancel: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], `{"at":`) {
+		t.Fatalf("want one JSON line per run, got %q", out.String())
+	}
 }

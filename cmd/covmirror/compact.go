@@ -3,29 +3,97 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/covmirror/covmirror/compaction"
+	"github.com/covmirror/covmirror/iceberg"
 )
 
 func runCompact(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "compact", "[--json]")
-	asJSON := fs.Bool("json", false, "print a one-line JSON summary")
+	fs := subFlags(g, "compact", "[--every D [--jitter F]] [--orphan-older-than D] [--dry-run] [--json]")
+	asJSON := fs.Bool("json", false, "print a one-line JSON summary per run")
+	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")
+	jitter := fs.Float64("jitter", 0.1, "spread each scheduled run by up to this fraction of --every")
+	expireOlder := fs.Duration("expire-older-than", 0, "expire snapshots older than this (zero: 15m)")
+	retain := fs.Int("retain", 0, "always keep this many snapshots (zero: 20)")
+	orphanOlder := fs.Duration("orphan-older-than", 0, fmt.Sprintf("delete unreferenced files older than this (zero: 24h; at least %s)", compaction.MinOrphanAge))
+	dryRun := fs.Bool("dry-run", false, "compact nothing, expire nothing, only list orphan files")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *every < 0 || *jitter < 0 || *retain < 0 || *expireOlder < 0 {
+		return usageError{errors.New("compact: durations, --jitter and --retain must not be negative")}
+	}
+	if *orphanOlder != 0 && *orphanOlder < compaction.MinOrphanAge {
+		return usageError{fmt.Errorf("compact: --orphan-older-than %s is below the %s safety minimum: a checkpoint in flight could lose its files", *orphanOlder, compaction.MinOrphanAge)}
 	}
 	table, err := g.openTable(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := compaction.Compact(ctx, table, compaction.Options{})
+	maintain := compaction.MaintainOptions{Expire: iceberg.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
+		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
+	for {
+		start := time.Now()
+		if err := compactOnce(ctx, g, table, maintain, *asJSON); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped between steps
+			}
+			if *every == 0 {
+				return err
+			}
+			fmt.Fprintf(g.stderr, "covmirror compact: %v; next run on schedule\n", err)
+		}
+		if *every == 0 {
+			return nil
+		}
+		wait := time.Until(compaction.NextRun(start, *every, *jitter, rand.Float64()))
+		timer := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// compactRun is one run's summary, one JSON line with --json.
+type compactRun struct {
+	At          time.Time                 `json:"at"`
+	Compaction  compaction.Result         `json:"compaction"`
+	Maintenance compaction.MaintainResult `json:"maintenance"`
+	Seconds     float64                   `json:"seconds"`
+}
+
+func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain compaction.MaintainOptions, asJSON bool) error {
+	run := compactRun{At: time.Now().UTC()}
+	if !maintain.DryRun {
+		res, err := compaction.Compact(ctx, table, compaction.Options{})
+		if err != nil {
+			return err
+		}
+		run.Compaction = res
+	}
+	mres, err := compaction.Maintain(ctx, table, maintain)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return json.NewEncoder(g.stdout).Encode(res)
+	run.Maintenance = mres
+	run.Seconds = time.Since(run.At).Seconds()
+	if asJSON {
+		return json.NewEncoder(g.stdout).Encode(run)
 	}
+	res := run.Compaction
 	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows)\n",
 		res.Partitions, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten)
+	verb := "deleted"
+	if mres.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(g.stdout, "expired %d snapshot(s); %s %d orphan file(s) of %d bytes\n", mres.SnapshotsExpired, verb, mres.OrphanFiles, mres.OrphanBytes)
 	return nil
 }

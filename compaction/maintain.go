@@ -1,0 +1,88 @@
+package compaction
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// MinOrphanAge is the youngest a file may be and still be deleted as an
+// orphan: far above the longest a checkpoint can take between writing its
+// data files and committing them (iceberg.Options.CommitTimeout, 2 minutes
+// by default), so a checkpoint in flight never loses its files.
+const MinOrphanAge = time.Hour
+
+// MaintainOptions configures Maintain. Zero values are documented defaults.
+type MaintainOptions struct {
+	// Expire says which snapshots to expire (iceberg.ExpireOptions' own
+	// defaults: older than 15 minutes, keeping the last 20).
+	Expire iceberg.ExpireOptions
+	// OrphanOlderThan: files under the table location that no snapshot
+	// references and that are older than this are deleted. Zero value: 24
+	// hours; below MinOrphanAge is refused.
+	OrphanOlderThan time.Duration
+	// DryRun lists orphans without deleting them (expiry is skipped too).
+	DryRun bool
+}
+
+// MaintainResult is what one Maintain run did.
+type MaintainResult struct {
+	SnapshotsExpired int   `json:"snapshots_expired"`
+	OrphanFiles      int   `json:"orphan_files"`
+	OrphanBytes      int64 `json:"orphan_bytes"`
+	DeletedFiles     int   `json:"deleted_files"`
+	DryRun           bool  `json:"dry_run"`
+}
+
+// Maintain expires old snapshots and deletes orphan files (left by killed
+// checkpoints and by compactions that lost a race), so that commit latency
+// and storage stay flat over months of checkpoints. Neither changes what is
+// covered: the current snapshot references every live data file.
+func Maintain(ctx context.Context, t *iceberg.Table, o MaintainOptions) (MaintainResult, error) {
+	res := MaintainResult{DryRun: o.DryRun}
+	if o.OrphanOlderThan == 0 {
+		o.OrphanOlderThan = 24 * time.Hour
+	}
+	if o.OrphanOlderThan < MinOrphanAge {
+		return res, fmt.Errorf("compaction: orphan age %s is below the %s safety minimum: a checkpoint in flight could lose its files", o.OrphanOlderThan, MinOrphanAge)
+	}
+	if !o.DryRun {
+		expired, err := t.ExpireSnapshots(ctx, o.Expire)
+		if err != nil {
+			return res, err
+		}
+		res.SnapshotsExpired = expired
+	}
+	tbl, err := t.Load(ctx)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return res, err
+	}
+	cleaned, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(o.OrphanOlderThan), table.WithDryRun(o.DryRun))
+	if err != nil {
+		return res, fmt.Errorf("compaction: orphan cleanup of %s: %w", t.Name(), err)
+	}
+	res.OrphanFiles = len(cleaned.OrphanFileLocations)
+	res.OrphanBytes = cleaned.TotalSizeBytes
+	res.DeletedFiles = len(cleaned.DeletedFiles)
+	return res, nil
+}
+
+// NextRun is when a scheduled job that last started at last runs next:
+// every later, moved by up to ±jitter×every so that many jobs on one
+// schedule spread out; u is a uniform random number in [0,1). It never
+// returns a time before last. A pure function, so schedules are testable
+// without sleeping.
+func NextRun(last time.Time, every time.Duration, jitter, u float64) time.Time {
+	jitter = math.Max(0, math.Min(jitter, 1))
+	offset := time.Duration((2*u - 1) * jitter * float64(every))
+	next := last.Add(every + offset)
+	if next.Before(last) {
+		return last
+	}
+	return next
+}
