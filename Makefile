@@ -28,6 +28,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 5x ./mirror
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
+	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:

@@ -1,0 +1,188 @@
+package compaction
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// Child processes: this test binary re-run with roleEnv set.
+const (
+	roleEnv     = "COVMIRROR_COMPACTION_CHILD"
+	propsEnv    = "COVMIRROR_COMPACTION_PROPS"
+	logEnv      = "COVMIRROR_COMPACTION_LOG"
+	durationEnv = "COVMIRROR_COMPACTION_DURATION"
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := child(role); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func child(role string) error {
+	var props map[string]string
+	if err := json.Unmarshal([]byte(os.Getenv(propsEnv)), &props); err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		return err
+	}
+	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{CommitTimeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	duration, _ := time.ParseDuration(os.Getenv(durationEnv))
+	deadline := time.Now().Add(duration)
+	switch role {
+	case "checkpointer":
+		log, err := os.OpenFile(os.Getenv(logEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		r := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
+		for i := 0; time.Now().Before(deadline); i++ {
+			d := coverage.Destination{Sink: []string{"raw", "lake", "search"}[r.IntN(3)], Topic: "orders", Partition: int32(r.IntN(3))}
+			start := uint64(r.IntN(5000))
+			rg := coverage.Range{Start: start, End: start + 1 + uint64(r.IntN(5))}
+			c := iceberg.Commit{Name: fmt.Sprintf("ckpt/%d", i), Writer: "checkpointer",
+				Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{rg}}}}
+			if err := tbl.Append(ctx, c); err != nil {
+				return err
+			}
+			// Logged only once committed: the parent checks each is kept.
+			if _, err := fmt.Fprintf(log, "%s %d %d %d\n", d.Sink, d.Partition, rg.Start, rg.End); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "compactor":
+		for time.Now().Before(deadline) || duration == 0 {
+			if _, err := Compact(ctx, tbl, Options{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+func startChild(t *testing.T, role string, props map[string]string, logPath string, d time.Duration) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	propsJSON, _ := json.Marshal(props)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+role, propsEnv+"="+string(propsJSON), logEnv+"="+logPath, durationEnv+"="+d.String())
+	out := new(strings.Builder)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
+func embeddedProps(t *testing.T) (map[string]string, *iceberg.Table) {
+	t.Helper()
+	props, err := iceberg.EmbeddedProps(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return props, tbl
+}
+
+// TestCheckpointsWhileCompacting: one process checkpoints continuously while
+// another compacts repeatedly, for 60 s (10 s with -short). Afterwards the
+// table covers exactly the union of every committed checkpoint: none lost,
+// nothing added.
+func TestCheckpointsWhileCompacting(t *testing.T) {
+	d := 60 * time.Second
+	if testing.Short() {
+		d = 10 * time.Second
+	}
+	props, tbl := embeddedProps(t)
+	logPath := t.TempDir() + "/committed"
+	ckpt, ckptOut := startChild(t, "checkpointer", props, logPath, d)
+	comp, compOut := startChild(t, "compactor", props, "", d)
+	if err := ckpt.Wait(); err != nil {
+		t.Fatalf("checkpointer: %v\n%s", err, ckptOut)
+	}
+	if err := comp.Wait(); err != nil {
+		t.Fatalf("compactor: %v\n%s", err, compOut)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[coverage.Destination]*coverage.RangeSet{}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for _, line := range lines {
+		var sink string
+		var p int32
+		var r coverage.Range
+		if _, err := fmt.Sscanf(line, "%s %d %d %d", &sink, &p, &r.Start, &r.End); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		dest := coverage.Destination{Sink: sink, Topic: "orders", Partition: p}
+		if want[dest] == nil {
+			want[dest] = new(coverage.RangeSet)
+		}
+		_ = want[dest].Add(r)
+	}
+	sameCoverage(t, fmt.Sprintf("after %d checkpoints under compaction", len(lines)), coverageOf(t, tbl), want)
+	t.Logf("%d checkpoints committed while compacting; %d data files left", len(lines), dataFiles(t, tbl))
+}
+
+// TestCompactionKilledAtRandom kills a compacting process 20 times at random
+// moments: the table stays readable with the same coverage, and a final run
+// finishes the job.
+func TestCompactionKilledAtRandom(t *testing.T) {
+	props, tbl := embeddedProps(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	randomCheckpoints(t, tbl, r, 40)
+	before := coverageOf(t, tbl)
+	for kill := range 20 {
+		if kill%5 == 0 {
+			randomCheckpoints(t, tbl, r, 10) // fresh small files to compact
+			before = coverageOf(t, tbl)
+		}
+		cmd, out := startChild(t, "compactor", props, "", 0)
+		time.Sleep(time.Duration(50+r.IntN(400)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("kill %d: the compactor ended on its own: %s", kill, out)
+		}
+		sameCoverage(t, fmt.Sprintf("after kill %d", kill), coverageOf(t, tbl), before)
+	}
+	if _, err := Compact(ctx, tbl, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameCoverage(t, "after the final run", coverageOf(t, tbl), before)
+	if n := dataFiles(t, tbl); n > 3 {
+		t.Fatalf("%d data files after the final run, want one per sink", n)
+	}
+}
