@@ -34,13 +34,18 @@ func BenchmarkCompactionScenario(b *testing.B) {
 			b.Fatal(err)
 		}
 		sinks := []string{"raw", "lake", "search", "warehouse", "archive"}
+		var firstCommit time.Duration
 		for i := range 1000 {
 			d := coverage.Destination{Sink: sinks[i%5], Topic: "orders", Partition: int32(i / 5 % 2)}
-			start := uint64(i/10) * 3
+			first := uint64(i/10) * 3
 			c := iceberg.Commit{Name: fmt.Sprintf("c/%d", i), Writer: "bench",
-				Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{{Start: start, End: start + 2}}}}}
+				Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{{Start: first, End: first + 2}}}}}
+			start := time.Now()
 			if err := tbl.Append(ctx, c); err != nil {
 				b.Fatal(err)
+			}
+			if i == 0 {
+				firstCommit = time.Since(start)
 			}
 		}
 		filesBefore, bytesBefore := tableFiles(b, tbl)
@@ -60,6 +65,15 @@ func BenchmarkCompactionScenario(b *testing.B) {
 			b.Fatal(err)
 		}
 		onDiskAfter := filesUnder(b, tbl)
+		start := time.Now()
+		if err := tbl.Append(ctx, iceberg.Commit{Name: "after", Writer: "bench", Ranges: []coverage.DestinationRanges{{
+			Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: 9000, End: 9001}}}}}); err != nil {
+			b.Fatal(err)
+		}
+		afterCommit := time.Since(start)
+		b.ReportMetric(float64(firstCommit.Microseconds())/1000, "first-commit-ms")
+		b.ReportMetric(float64(afterCommit.Microseconds())/1000, "commit-after-maintenance-ms")
+		b.ReportMetric(afterCommit.Seconds()/firstCommit.Seconds(), "commit-ratio")
 		b.ReportMetric(float64(filesBefore), "files-before")
 		b.ReportMetric(float64(filesAfter), "files-after")
 		b.ReportMetric(float64(bytesBefore), "data-bytes-before")

@@ -36,6 +36,9 @@ type Options struct {
 	Job string
 	// Logger receives per-partition progress. Zero value: discard.
 	Logger *slog.Logger
+	// Progress, when set, is called after each sink is rewritten with that
+	// sink's name and the run's totals so far, for a terminal to show.
+	Progress func(sink string, soFar Result)
 }
 
 func (o *Options) ensureDefaults() {
@@ -124,6 +127,9 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 		res.RowsRead += done.RowsRead
 		res.RowsWritten += done.RowsWritten
 		opts.Logger.Info("compacted", "sink", sink, "files_read", done.FilesRead, "files_written", done.FilesWritten)
+		if opts.Progress != nil {
+			opts.Progress(sink, res)
+		}
 	}
 	return res, nil
 }

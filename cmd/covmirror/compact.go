@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/covmirror/covmirror/compaction"
@@ -72,7 +74,15 @@ type compactRun struct {
 func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain compaction.MaintainOptions, asJSON bool) error {
 	run := compactRun{At: time.Now().UTC()}
 	if !maintain.DryRun {
-		res, err := compaction.Compact(ctx, table, compaction.Options{})
+		opts := compaction.Options{}
+		if isTerminal(g.stderr) {
+			opts.Progress = func(sink string, r compaction.Result) {
+				fmt.Fprintf(g.stderr, "\rcompacting: %s done; %d files (%d bytes) read, %d files (%d bytes) written   ",
+					sink, r.FilesRead, r.BytesRead, r.FilesWritten, r.BytesWritten)
+			}
+			defer fmt.Fprintln(g.stderr)
+		}
+		res, err := compaction.Compact(ctx, table, opts)
 		if err != nil {
 			return err
 		}
@@ -96,4 +106,15 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 	}
 	fmt.Fprintf(g.stdout, "expired %d snapshot(s); %s %d orphan file(s) of %d bytes\n", mres.SnapshotsExpired, verb, mres.OrphanFiles, mres.OrphanBytes)
 	return nil
+}
+
+// isTerminal reports whether w is a character device, where progress lines
+// help rather than clutter a log.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
