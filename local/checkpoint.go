@@ -188,7 +188,12 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		return err
 	}
 	now := s.opts.Now().UTC()
-	b := s.db.NewBatch()
+	keys := 0
+	for _, dr := range inFlight.Ranges {
+		keys += len(dr.Ranges)
+	}
+	// Room for every key up front: growing a batch of 100,000 keys copies it.
+	b := s.db.NewBatchWithSize(64 * (keys + 4))
 	defer b.Close()
 	marked := make(map[coverage.Destination]coverage.RangeSet, len(inFlight.Ranges))
 	since := make(map[coverage.Destination]time.Time, len(inFlight.Ranges))
