@@ -21,18 +21,7 @@ import (
 //	go test ./compaction -run '^$' -bench CompactionScenario -benchtime 1x
 func BenchmarkCompactionScenario(b *testing.B) {
 	for range b.N {
-		props, err := iceberg.EmbeddedProps(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		cat, err := iceberg.OpenCatalog(ctx, "", props)
-		if err != nil {
-			b.Fatal(err)
-		}
-		tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, tbl := embeddedTable(b)
 		sinks := []string{"raw", "lake", "search", "warehouse", "archive"}
 		var firstCommit time.Duration
 		for i := range 1000 {

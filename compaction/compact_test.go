@@ -18,20 +18,27 @@ import (
 var ctx = context.Background()
 
 func openTable(t *testing.T) *iceberg.Table {
-	t.Helper()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
+	_, tbl := embeddedTable(t)
+	return tbl
+}
+
+// embeddedTable is a coverage table in a fresh embedded catalog, and the
+// catalog properties a child process opens it with.
+func embeddedTable(tb testing.TB) (map[string]string, *iceberg.Table) {
+	tb.Helper()
+	props, err := iceberg.EmbeddedProps(tb.TempDir())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	cat, err := iceberg.OpenCatalog(ctx, "", props)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return tbl
+	return props, tbl
 }
 
 func dataFiles(t *testing.T, tbl *iceberg.Table) int {

@@ -103,23 +103,6 @@ func startChild(t *testing.T, role string, props map[string]string, logPath stri
 	return cmd, out
 }
 
-func embeddedProps(t *testing.T) (map[string]string, *iceberg.Table) {
-	t.Helper()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return props, tbl
-}
-
 // TestCheckpointsWhileCompacting: one process checkpoints continuously while
 // another compacts repeatedly, for 60 s (10 s with -short). Afterwards the
 // table covers exactly the union of every committed checkpoint: none lost,
@@ -129,7 +112,7 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 	if testing.Short() {
 		d = 10 * time.Second
 	}
-	props, tbl := embeddedProps(t)
+	props, tbl := embeddedTable(t)
 	logPath := t.TempDir() + "/committed"
 	ckpt, ckptOut := startChild(t, "checkpointer", props, logPath, d)
 	comp, compOut := startChild(t, "compactor", props, "", d)
@@ -170,7 +153,7 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 // moments: the table stays readable with the same coverage, and a final run
 // finishes the job.
 func TestCompactionKilledAtRandom(t *testing.T) {
-	props, tbl := embeddedProps(t)
+	props, tbl := embeddedTable(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
