@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,5 +148,63 @@ func TestCompactScheduleStopsOnCancel(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) < 3 || !strings.HasPrefix(lines[0], `{"at":`) {
 		t.Fatalf("want one JSON line per run, got %q", out.String())
+	}
+}
+
+// TestServe runs serve until its context is cancelled, as SIGTERM does:
+// /metrics and /debug/coverage answer, a record made before is checkpointed
+// by the final checkpoint, and the command returns nil.
+func TestServe(t *testing.T) {
+	state := t.TempDir()
+	global := []string{"--state", state, "--writer", "test"}
+	if err := Run(context.Background(), append(global, "record", "--sink", "lake", "--topic", "t", "--range", "1:4"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out lockedBuffer
+	done := make(chan error)
+	go func() {
+		done <- Run(ctx, append(global, "serve", "--addr", "127.0.0.1:0", "--interval", "1h"), &out, io.Discard)
+	}()
+	var base string
+	for deadline := time.Now().Add(time.Minute); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if f := strings.Fields(out.String()); len(f) > 1 {
+			base = strings.TrimSuffix(f[1], "/metrics")
+		}
+	}
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return string(body)
+	}
+	if m := get("/metrics"); !strings.Contains(m, "covmirror_pending_batches 3") {
+		t.Fatalf("/metrics lacks the pending batches:\n%s", m)
+	}
+	if d := get("/debug/coverage"); !strings.Contains(d, `"pending_batches": 3`) {
+		t.Fatalf("/debug/coverage:\n%s", d)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve after cancel: %v", err)
+	}
+	var gaps bytes.Buffer
+	if err := Run(context.Background(), append(global, "record", "--sink", "raw", "--topic", "t", "--range", "1:6"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), append(global, "checkpoint"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(context.Background(), append(global, "gaps", "--json"), &gaps, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(gaps.String()) != `[{"sink":"lake","topic":"t","partition":0,"start":4,"end":6}]` {
+		t.Fatalf("after serve's final checkpoint, gaps %s", gaps.String())
 	}
 }

@@ -48,6 +48,8 @@ func init() {
 		"plan":       {"print the recovery plan: replay tasks from committed coverage", runPlan},
 		"compact":    {"rewrite the coverage table's small files, set-equal", runCompact},
 		"demo":       {"run the whole system once on embedded defaults and explain each step", runDemo},
+		"serve":      {"checkpoint on an interval and serve /metrics and the local tier's /debug/coverage", runServe},
+		"version":    {"print the version", runVersion},
 	}
 }
 
