@@ -37,16 +37,9 @@ func (c *Commit) Validate() error {
 		return fmt.Errorf("iceberg: a commit needs a checkpoint name and a writer (got %q, %q)", c.Name, c.Writer)
 	}
 	for _, dr := range c.Ranges {
-		if err := dr.Destination.Validate(); err != nil {
-			return coverage.NewError("checkpoint", dr.Destination, coverage.Range{}, err)
-		}
 		for _, r := range dr.Ranges {
-			if err := r.Validate(); err != nil {
-				return coverage.NewError("checkpoint", dr.Destination, r, err)
-			}
-			if r.End > MaxBatchEnd {
-				return coverage.NewError("checkpoint", dr.Destination, r,
-					fmt.Errorf("%w: batch ids past %d do not fit the table's long columns", coverage.ErrInvalidRange, uint64(MaxBatchEnd)))
+			if err := CheckRecord(dr.Destination, r); err != nil {
+				return err
 			}
 		}
 	}

@@ -97,9 +97,8 @@ func New(opts Options) (*Mirror, error) {
 // Record records r for d in the local tier. Call it only after the sink's
 // durable acknowledgement; coverage.WriteThenRecord does exactly that.
 func (m *Mirror) Record(ctx context.Context, d coverage.Destination, r coverage.Range) error {
-	if r.End > iceberg.MaxBatchEnd {
-		return coverage.NewError("record", d, r,
-			fmt.Errorf("%w: batch ids past %d do not fit the durable table", coverage.ErrInvalidRange, uint64(iceberg.MaxBatchEnd)))
+	if err := iceberg.CheckRecord(d, r); err != nil {
+		return err
 	}
 	if err := m.opts.Local.Record(ctx, d, r); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
 )
 
 func runRecord(ctx context.Context, g *globals, args []string) error {
@@ -29,7 +30,7 @@ func runRecord(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("record: %w", err)}
 	}
-	if err := coverage.ValidateRecord(d, r); err != nil {
+	if err := iceberg.CheckRecord(d, r); err != nil {
 		return usageError{err}
 	}
 	store, err := g.openLocal()
