@@ -5,33 +5,27 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/childproc"
 )
 
-// Child processes: this test binary re-run with roleEnv set.
+// Child processes (childproc roles) read their settings from these.
 const (
-	roleEnv     = "COVMIRROR_COMPACTION_CHILD"
 	propsEnv    = "COVMIRROR_COMPACTION_PROPS"
 	logEnv      = "COVMIRROR_COMPACTION_LOG"
 	durationEnv = "COVMIRROR_COMPACTION_DURATION"
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		if err := child(role); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	childproc.Main(m, map[string]func() error{
+		"checkpointer": func() error { return child("checkpointer") },
+		"compactor":    func() error { return child("compactor") },
+	})
 }
 
 func child(role string) error {
@@ -90,17 +84,10 @@ func child(role string) error {
 	return fmt.Errorf("unknown role %q", role)
 }
 
-func startChild(t *testing.T, role string, props map[string]string, logPath string, d time.Duration) (*exec.Cmd, *strings.Builder) {
+func startChild(t *testing.T, role string, props map[string]string, logPath string, d time.Duration) *childproc.Child {
 	t.Helper()
 	propsJSON, _ := json.Marshal(props)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, propsEnv+"="+string(propsJSON), logEnv+"="+logPath, durationEnv+"="+d.String())
-	out := new(strings.Builder)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd, out
+	return childproc.Start(t, role, propsEnv+"="+string(propsJSON), logEnv+"="+logPath, durationEnv+"="+d.String())
 }
 
 // TestCheckpointsWhileCompacting: one process checkpoints continuously while
@@ -114,14 +101,10 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 	}
 	props, tbl := embeddedTable(t)
 	logPath := t.TempDir() + "/committed"
-	ckpt, ckptOut := startChild(t, "checkpointer", props, logPath, d)
-	comp, compOut := startChild(t, "compactor", props, "", d)
-	if err := ckpt.Wait(); err != nil {
-		t.Fatalf("checkpointer: %v\n%s", err, ckptOut)
-	}
-	if err := comp.Wait(); err != nil {
-		t.Fatalf("compactor: %v\n%s", err, compOut)
-	}
+	ckpt := startChild(t, "checkpointer", props, logPath, d)
+	comp := startChild(t, "compactor", props, "", d)
+	ckpt.Wait(t, "checkpointer")
+	comp.Wait(t, "compactor")
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -143,8 +126,8 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 	}
 	sameCoverage(t, fmt.Sprintf("after %d checkpoints under compaction", len(lines)), coverageOf(t, tbl), want)
 	var runs, rewrites int
-	if _, err := fmt.Sscanf(compOut.String(), "compactor: %d runs, %d sink rewrites committed", &runs, &rewrites); err != nil || rewrites == 0 {
-		t.Fatalf("the compactor committed no rewrite (%v): %s", err, compOut)
+	if _, err := fmt.Sscanf(comp.Output(), "compactor: %d runs, %d sink rewrites committed", &runs, &rewrites); err != nil || rewrites == 0 {
+		t.Fatalf("the compactor committed no rewrite (%v): %s", err, comp.Output())
 	}
 	t.Logf("%d checkpoints committed while compacting; %d rewrites committed in %d runs; %d data files left", len(lines), rewrites, runs, dataFiles(t, tbl))
 }
@@ -164,13 +147,7 @@ func TestCompactionKilledAtRandom(t *testing.T) {
 			randomCheckpoints(t, tbl, r, 10) // fresh small files to compact
 			before = coverageOf(t, tbl)
 		}
-		cmd, out := startChild(t, "compactor", props, "", 0)
-		time.Sleep(time.Duration(50+r.IntN(400)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: the compactor ended on its own: %s", kill, out)
-		}
+		startChild(t, "compactor", props, "", 0).KillAfter(t, time.Duration(50+r.IntN(400))*time.Millisecond, fmt.Sprintf("kill %d", kill))
 		sameCoverage(t, fmt.Sprintf("after kill %d", kill), coverageOf(t, tbl), before)
 	}
 	if _, err := Compact(ctx, tbl, Options{}); err != nil {

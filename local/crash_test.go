@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/childproc"
 )
 
 // The crash test re-runs this test binary as a child that records and
@@ -29,14 +28,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(crashDirEnv); dir != "" {
-		if err := crashChild(dir, os.Getenv(crashLogEnv)); err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	childproc.Main(m, map[string]func() error{
+		"crash": func() error { return crashChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv)) },
+	})
 }
 
 var crashDests = []coverage.Destination{
@@ -191,20 +185,9 @@ func TestCrashKilledChildNeverOverClaims(t *testing.T) {
 		kills = 10
 	}
 	for i := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashLogEnv+"="+logPath,
+		child := childproc.Start(t, "crash", crashDirEnv+"="+dir, crashLogEnv+"="+logPath,
 			crashSeedEnv+"="+strconv.FormatUint(r.Uint64(), 10), crashSyncEnv+"="+strconv.Itoa(i%2))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(30+r.IntN(300)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if status, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !status.Signaled() {
-			t.Fatalf("kill %d: child ended on its own (%v): %s", i, err, stderr.String())
-		}
+		child.KillAfter(t, time.Duration(30+r.IntN(300))*time.Millisecond, fmt.Sprintf("kill %d", i))
 		log.update(t)
 		checkAfterKill(t, i, dir, log)
 	}

@@ -6,21 +6,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/local"
 )
 
-// Child processes: this test binary re-run with childEnv naming a role.
+// Child processes (childproc roles) read their settings from these.
 const (
-	childEnv            = "COVMIRROR_MIRROR_CHILD"
 	childProps          = "COVMIRROR_CHILD_PROPS" // catalog properties, JSON
 	childLocal          = "COVMIRROR_CHILD_LOCAL" // local tier directory
 	childWriter         = "COVMIRROR_CHILD_WRITER"
@@ -31,17 +29,15 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	childproc.Main(m, map[string]func() error{
+		"concurrent": func() error { return withChildMirror(concurrentOwner) },
+		"crash":      func() error { return withChildMirror(crashingOwner) },
+	})
 }
 
-func runChild(role string) error {
+// withChildMirror opens the Mirror a child's environment describes and runs
+// role on it.
+func withChildMirror(role func(*Mirror) error) error {
 	var props map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(childProps)), &props); err != nil {
 		return err
@@ -62,13 +58,7 @@ func runChild(role string) error {
 	if err != nil {
 		return err
 	}
-	switch role {
-	case "concurrent":
-		return concurrentOwner(m)
-	case "crash":
-		return crashingOwner(m)
-	}
-	return fmt.Errorf("unknown role %q", role)
+	return role(m)
 }
 
 // ownerRanges are what concurrent owner w records in round i: overlapping
@@ -112,23 +102,13 @@ func TestTwoProcessesCheckpointConcurrently(t *testing.T) {
 
 func twoProcesses(t *testing.T, e *env) {
 	propsJSON, _ := json.Marshal(e.props)
-	var cmds []*exec.Cmd
-	var outputs []*strings.Builder
+	var owners []*childproc.Child
 	for w := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=concurrent", childProps+"="+string(propsJSON), childNS+"="+e.namespace,
-			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w))
-		out := new(strings.Builder)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outputs = append(cmds, cmd), append(outputs, out)
+		owners = append(owners, childproc.Start(t, "concurrent", childProps+"="+string(propsJSON), childNS+"="+e.namespace,
+			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w)))
 	}
-	for w, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("owner %d: %v\n%s", w, err, outputs[w])
-		}
+	for w, owner := range owners {
+		owner.Wait(t, fmt.Sprintf("owner %d", w))
 	}
 	want := map[coverage.Destination]*coverage.RangeSet{}
 	for w := range 2 {
@@ -208,20 +188,9 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
 	var logOffset int64
 	for kill := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=crash", childProps+"="+string(propsJSON), childNS+"="+e.namespace, childLocal+"="+localDir,
+		child := childproc.Start(t, "crash", childProps+"="+string(propsJSON), childNS+"="+e.namespace, childLocal+"="+localDir,
 			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: the child ended on its own: %s", kill, out.String())
-		}
+		child.KillAfter(t, time.Duration(200+r.IntN(800))*time.Millisecond, fmt.Sprintf("kill %d", kill))
 		logOffset = readAttempted(t, logPath, logOffset, attempted)
 
 		table, err := e.table.Coverage(ctx, iceberg.Filter{})
