@@ -314,3 +314,29 @@ func TestCheckpointCodecRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestPendingBatchesMatchesDiagnostics(t *testing.T) {
+	s := openTemp(t, Options{})
+	defer s.Close()
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	record(t, s, d, 1, 10)
+	cp, _ := s.BeginCheckpoint(ctx)
+	record(t, s, d, 20, 25)
+	same := func(step string) {
+		diag, err := s.Diagnostics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.PendingBatches(); got != diag.PendingBatches {
+			t.Fatalf("%s: PendingBatches %d, diagnostics %d", step, got, diag.PendingBatches)
+		}
+	}
+	same("in flight")
+	if err := s.CommitCheckpoint(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	same("committed")
+	if got := s.PendingBatches(); got != 5 {
+		t.Fatalf("after the commit %d batches pending, want the 5 recorded in flight", got)
+	}
+}

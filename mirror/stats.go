@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +54,7 @@ func (s *stats) observe(start time.Time, err error) {
 }
 
 // Stats returns the current counters. PendingBatches comes from the local
-// tier's diagnostics.
+// tier.
 func (m *Mirror) Stats() Stats {
 	s := &m.stats
 	s.mu.Lock()
@@ -63,9 +62,7 @@ func (m *Mirror) Stats() Stats {
 		LastSuccess: s.lastSuccess, LastError: s.lastError}
 	s.mu.Unlock()
 	out.Records, out.Checkpoints, out.CheckpointedBatches = s.records.Load(), s.checkpoints.Load(), s.checkpointedBatches.Load()
-	if diag, err := m.opts.Local.Diagnostics(context.Background()); err == nil {
-		out.PendingBatches = diag.PendingBatches
-	}
+	out.PendingBatches = m.opts.Local.PendingBatches()
 	return out
 }
 
