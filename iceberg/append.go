@@ -111,12 +111,22 @@ func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLand
 				return err
 			}
 		}
-		if tbl, err = t.Load(ctx); err != nil {
+		fresh, err := t.Load(ctx)
+		if err != nil {
 			if ctx.Err() != nil || time.Now().After(deadline) {
 				return err
 			}
+			// The catalog is unreachable: try again from the metadata in
+			// hand (a commit on stale metadata only conflicts), after the
+			// pause a conflict skipped above.
+			if conflict {
+				if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+					return err
+				}
+			}
 			continue
 		}
+		tbl = fresh
 		if !conflict && landed(tbl, name) {
 			return nil // the failed-looking commit had landed
 		}
@@ -180,6 +190,18 @@ func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBat
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: timestamp %s: %w", now, err)
 	}
+	// Room for every row up front: growing builders of 100,000 rows copies them.
+	total, sinkBytes, topicBytes := 0, 0, 0
+	for _, dr := range c.Ranges {
+		total += len(dr.Ranges)
+		sinkBytes += len(dr.Ranges) * len(dr.Destination.Sink)
+		topicBytes += len(dr.Ranges) * len(dr.Destination.Topic)
+	}
+	b.Reserve(total)
+	sink.ReserveData(sinkBytes)
+	topic.ReserveData(topicBytes)
+	writer.ReserveData(total * len(c.Writer))
+	checkpoint.ReserveData(total * len(c.Name))
 	rows := 0
 	for _, dr := range c.Ranges {
 		for _, r := range dr.Ranges {
