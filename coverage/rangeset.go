@@ -98,8 +98,17 @@ func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
 	if s.tree == nil {
 		s.tree = newTree()
 	}
-	merged := r
 	replaced := buf[:0]
+	// Past the end and not touching it, the common case of a stream with
+	// holes: the tree's bulk-load path appends to the last leaf and keeps
+	// leaves full instead of splitting them in half.
+	if last, ok := s.tree.Max(); !ok || last.End < r.Start {
+		s.tree.Load(r)
+		s.batches += r.Len()
+		s.checkInvariants()
+		return Merge{Merged: r, Replaced: replaced, Added: r.Len()}, nil
+	}
+	merged := r
 	// The predecessor, the last range starting at or before r, absorbs r
 	// when it reaches r.Start (overlap or adjacency).
 	pred, hasPred := Range{}, false
