@@ -23,10 +23,13 @@ var ctx = context.Background()
 func rg(start, end uint64) coverage.Range { return coverage.Range{Start: start, End: end} }
 
 // flakyCatalog is the real catalog with a switch that makes loading tables
-// fail, as an unreachable catalog does.
+// fail, as an unreachable catalog does, and another that loads them through
+// a second catalog instead (a read-only connection to the same SQLite file),
+// so that commits meet a real database refusing writes.
 type flakyCatalog struct {
 	catalog.Catalog
-	down atomic.Bool
+	down    atomic.Bool
+	through atomic.Pointer[catalog.Catalog]
 }
 
 var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
@@ -34,6 +37,10 @@ var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 func (c *flakyCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
 	if c.down.Load() {
 		return nil, errDown
+	}
+	if other := c.through.Load(); other != nil {
+		// The table commits through the catalog that loaded it.
+		return (*other).LoadTable(ctx, id)
 	}
 	return c.Catalog.LoadTable(ctx, id)
 }
@@ -67,6 +74,18 @@ func newEnvWith(t *testing.T, props map[string]string, namespace string) *env {
 		t.Fatal(err)
 	}
 	return &env{props: props, namespace: namespace, cat: flaky, table: tbl}
+}
+
+// shortCommitTimeout reopens the table with a 300 ms commit timeout: a
+// commit refused for a reason other than a conflict is retried on fresh
+// metadata until the timeout, which tests of outages keep short.
+func (e *env) shortCommitTimeout(t *testing.T) {
+	t.Helper()
+	tbl, err := iceberg.Open(ctx, e.cat, iceberg.Options{Namespace: []string{e.namespace}, CommitTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.table = tbl
 }
 
 // owner opens a pod: its own local tier in dir, the shared table.
@@ -259,6 +278,73 @@ func TestCatalogUnreachable(t *testing.T) {
 	}
 	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
 		t.Fatalf("after recovery the table holds %v", got)
+	}
+	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
+		t.Fatalf("stats after recovery: %+v", s)
+	}
+}
+
+// TestSQLiteCatalogUnwritable: while the catalog's SQLite file can only be
+// opened read-only, checkpoints fail with SQLite's own error (data files
+// are written, the commit is refused), records keep landing locally, and
+// once the file is writable again the next Sync carries everything.
+func TestSQLiteCatalogUnwritable(t *testing.T) {
+	e := newEnv(t)
+	dsn := strings.TrimPrefix(e.props["uri"], "file:")
+	path, _, _ := strings.Cut(dsn, "?")
+	readOnly, err := iceberg.OpenCatalog(ctx, "", map[string]string{
+		"type": "sql", "uri": "file:" + path + "?mode=ro&_pragma=busy_timeout(30000)",
+		"sql.driver": e.props["sql.driver"], "sql.dialect": e.props["sql.dialect"],
+		"warehouse": e.props["warehouse"],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.shortCommitTimeout(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	d := coverage.Destination{Sink: "lake", Topic: "orders"}
+	record(t, m, d, 1, 10)
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.cat.through.Store(&readOnly)
+	// The table keeps the metadata it last committed, bound to the writable
+	// connection; a real file turning read-only would fail that one too.
+	if _, err := e.table.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	record(t, m, d, 10, 20)
+	err = m.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "readonly database") || !strings.Contains(err.Error(), "covmirror.coverage") {
+		t.Fatalf("sync with the catalog read-only: %v", err)
+	}
+	t.Logf("what the operator sees: %v", err)
+	record(t, m, d, 30, 40)
+	if err := m.Sync(ctx); err == nil {
+		t.Fatal("second sync with the catalog read-only succeeded")
+	}
+	// Commits refused and reloads failing too: an error, not a crash.
+	e.cat.down.Store(true)
+	if err := m.Sync(ctx); !errors.Is(err, coverage.ErrUnavailable) {
+		t.Fatalf("sync with the catalog read-only and then unreachable: %v", err)
+	}
+	e.cat.down.Store(false)
+	if s := m.Stats(); s.ConsecutiveFailures != 3 || s.PendingBatches != 20 {
+		t.Fatalf("stats while read-only: %+v", s)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 10)}) {
+		t.Fatalf("while read-only the table holds %v", got)
+	}
+	e.cat.through.Store(nil)
+	if _, err := e.table.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
+		t.Fatalf("after the catalog is writable again the table holds %v", got)
 	}
 	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
 		t.Fatalf("stats after recovery: %+v", s)
