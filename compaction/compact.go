@@ -81,16 +81,13 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return res, err
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	tasks, err := iceberg.DataFiles(ctx, tbl)
 	if err != nil {
-		return res, fmt.Errorf("compaction: planning %s: %w", t.Name(), err)
+		return res, fmt.Errorf("compaction: refusing to rewrite %s: %w", t.Name(), err)
 	}
 	bySink := map[string][]table.FileScanTask{}
 	for _, task := range tasks {
-		if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
-			return res, fmt.Errorf("compaction: %s has delete files, which covmirror never writes: refusing to rewrite it", t.Name())
-		}
-		sink, ok := sinkOf(task.File)
+		sink, ok := iceberg.SinkOf(task.File)
 		if !ok {
 			return res, fmt.Errorf("compaction: data file %s of %s has no sink partition value", task.File.FilePath(), t.Name())
 		}
@@ -132,15 +129,6 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 		}
 	}
 	return res, nil
-}
-
-func sinkOf(df ice.DataFile) (string, bool) {
-	for _, v := range df.Partition() {
-		if s, ok := v.(string); ok {
-			return s, true
-		}
-	}
-	return "", false
 }
 
 // compactSink rewrites one sink's files as read at tbl's snapshot.

@@ -12,4 +12,10 @@ var (
 	// Options.CommitTimeout passed. Nothing is lost: the local tier keeps
 	// the ranges pending and the next checkpoint carries them.
 	ErrCommitTimeout = errors.New("commit did not land before the deadline")
+
+	// ErrDeleteFiles: the snapshot has delete files (row-level deletes some
+	// other engine wrote). covmirror never writes them, and its readers that
+	// work on the data files alone (compaction, the canned queries) cannot
+	// apply them: they refuse rather than count deleted rows as covered.
+	ErrDeleteFiles = errors.New("snapshot has delete files")
 )

@@ -1,8 +1,22 @@
-// Package queries will hold canned DuckDB SQL for gap inspection (coverage,
-// gaps, summary, lag, files) over a relation named coverage, bound to the
-// table's data files without DuckDB's iceberg extension.
+// Package queries holds canned SQL for inspecting coverage (coverage, gaps,
+// summary, lag, files) and runs it on DuckDB over the coverage table's
+// current snapshot, without DuckDB's iceberg extension.
 //
-// The invariant it owns: rows are a log of possibly overlapping ranges, and
-// every query merges them before computing gaps, so a query never reports a
-// batch covered that no row covers.
+// Each query is a SQL file over a relation named coverage with the table's
+// columns (files also reads coverage_files and coverage_snapshots), so the
+// same text runs on any engine once that relation is bound to the Iceberg
+// table: see the README. Parameters ($sink, $topic, $partition,
+// $reference, $small_file_bytes) are bound by the engine, never pasted into
+// the text.
+//
+// Binding: when the warehouse is a local path, the snapshot's data files,
+// resolved with iceberg-go, are handed to read_parquet; otherwise (an object
+// store, which DuckDB's httpfs cannot reach offline) iceberg-go scans the
+// table and the rows are appended into a DuckDB table. Neither applies
+// delete files, so a snapshot that has them is refused (ErrDeleteFiles).
+//
+// The invariant it owns: rows are a log of possibly overlapping and
+// duplicated ranges, and every query merges them before computing gaps, so
+// a query never reports a batch covered that no row covers, nor a gap that
+// some row covers.
 package queries

@@ -1,0 +1,42 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// DataFiles plans the current snapshot of tbl into its data files, one task
+// each. It fails with ErrDeleteFiles if any file has deletes to apply:
+// readers of the files alone would count deleted rows as covered.
+func DataFiles(ctx context.Context, tbl *table.Table) ([]table.FileScanTask, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: planning the files of %s: %w", coverage.ErrUnavailable, strings.Join(tbl.Identifier(), "."), err)
+	}
+	for _, task := range tasks {
+		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
+			return nil, fmt.Errorf("%w: %s: data file %s has %d; covmirror never writes them: find the engine that deleted rows from the coverage table",
+				ErrDeleteFiles, strings.Join(tbl.Identifier(), "."), task.File.FilePath(), n)
+		}
+	}
+	return tasks, nil
+}
+
+// SinkOf is the sink partition value of a data file of the coverage table.
+func SinkOf(df ice.DataFile) (string, bool) {
+	for _, v := range df.Partition() {
+		if s, ok := v.(string); ok {
+			return s, true
+		}
+	}
+	return "", false
+}

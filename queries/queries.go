@@ -1,0 +1,92 @@
+package queries
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+//go:embed sql/*.sql
+var files embed.FS
+
+// ErrUnknownQuery: no canned query has that name; Names lists them.
+var ErrUnknownQuery = errors.New("unknown query")
+
+// DefaultSmallFileBytes is the files query's small-file threshold when
+// Params.SmallFileBytes is zero: compaction's default.
+const DefaultSmallFileBytes = 32 << 20
+
+// Names lists the canned queries, sorted.
+func Names() []string {
+	entries, _ := files.ReadDir("sql")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Text is the SQL of the named query, as embedded.
+func Text(name string) (string, error) {
+	b, err := files.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		return "", fmt.Errorf("%w %q: the queries are %s", ErrUnknownQuery, name, strings.Join(Names(), ", "))
+	}
+	return string(b), nil
+}
+
+// Params are a query's parameters. Zero values: Reference is
+// coverage.RawSink, SmallFileBytes is DefaultSmallFileBytes, and an empty
+// Sink or Topic or a nil Partition matches everything.
+type Params struct {
+	Reference      string
+	Sink           string
+	Topic          string
+	Partition      *int32
+	SmallFileBytes int64
+}
+
+// values maps each parameter name to its bound value; nil binds NULL.
+func (p Params) values() map[string]any {
+	v := map[string]any{"reference": p.Reference, "sink": nil, "topic": nil, "partition": nil, "small_file_bytes": p.SmallFileBytes}
+	if p.Reference == "" {
+		v["reference"] = coverage.RawSink
+	}
+	if p.SmallFileBytes == 0 {
+		v["small_file_bytes"] = int64(DefaultSmallFileBytes)
+	}
+	if p.Sink != "" {
+		v["sink"] = p.Sink
+	}
+	if p.Topic != "" {
+		v["topic"] = p.Topic
+	}
+	if p.Partition != nil {
+		v["partition"] = *p.Partition
+	}
+	return v
+}
+
+// paramPattern finds a query's $name parameters outside comments.
+var paramPattern = regexp.MustCompile(`\$([a-z_]+)`)
+
+// parameters lists the distinct parameter names sql uses, in order of first use.
+func parameters(sql string) []string {
+	var names []string
+	for _, line := range strings.Split(sql, "\n") {
+		if code, _, _ := strings.Cut(line, "--"); code != "" {
+			for _, m := range paramPattern.FindAllStringSubmatch(code, -1) {
+				if !slices.Contains(names, m[1]) {
+					names = append(names, m[1])
+				}
+			}
+		}
+	}
+	return names
+}

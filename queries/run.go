@@ -1,0 +1,67 @@
+package queries
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/big"
+)
+
+// Result is a query's output: column names and rows of Go values (string,
+// int32, int64, time.Time, or nil for NULL).
+type Result struct {
+	Columns []string
+	Rows    [][]any
+}
+
+// Run runs the named canned query with p bound to its parameters.
+func (q *DB) Run(ctx context.Context, name string, p Params) (*Result, error) {
+	text, err := Text(name)
+	if err != nil {
+		return nil, err
+	}
+	return q.RunSQL(ctx, text, p)
+}
+
+// RunSQL runs query text over the bound relations with p bound to the $name
+// parameters it uses.
+func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error) {
+	values := p.values()
+	var args []any
+	for _, name := range parameters(text) {
+		v, ok := values[name]
+		if !ok {
+			return nil, fmt.Errorf("queries: unknown parameter $%s", name)
+		}
+		args = append(args, sql.Named(name, v))
+	}
+	rows, err := q.conn.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, fmt.Errorf("queries: %w", err)
+	}
+	defer rows.Close()
+	res := &Result{}
+	if res.Columns, err = rows.Columns(); err != nil {
+		return nil, fmt.Errorf("queries: %w", err)
+	}
+	for rows.Next() {
+		row := make([]any, len(res.Columns))
+		ptrs := make([]any, len(row))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("queries: %w", err)
+		}
+		for i, v := range row {
+			if b, ok := v.(*big.Int); ok && b.IsInt64() {
+				row[i] = b.Int64() // sums of BIGINT are HUGEINT
+			}
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queries: %w", err)
+	}
+	return res, nil
+}

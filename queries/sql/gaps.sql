@@ -1,0 +1,73 @@
+-- gaps: the ranges of a reference destination (raw by default) that a sink
+-- lacks, inner and trailing, for every sink that has rows of the topic.
+--
+-- Rows are merged first (see coverage.sql); then, for each merged reference
+-- range and each sink, the sink's merged ranges are clipped to it and the
+-- holes between them, before the first and after the last are the gaps. A
+-- sink with no rows at all for a reference partition lacks all of it.
+--
+-- Parameters: $reference (the reference sink, required); $sink, $topic,
+-- $partition (NULL matches everything).
+WITH selected AS (
+    SELECT sink, topic, "partition", range_start, range_end
+    FROM coverage
+    WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
+),
+running AS (
+    SELECT *, max(range_end) OVER (
+        PARTITION BY sink, topic, "partition" ORDER BY range_start, range_end
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_to
+    FROM selected
+),
+numbered AS (
+    SELECT *, sum(CASE WHEN covered_to IS NULL OR range_start > covered_to THEN 1 ELSE 0 END) OVER (
+        PARTITION BY sink, topic, "partition" ORDER BY range_start, range_end
+        ROWS UNBOUNDED PRECEDING) AS run
+    FROM running
+),
+merged AS (
+    SELECT sink, topic, "partition", min(range_start) AS range_start, max(range_end) AS range_end
+    FROM numbered
+    GROUP BY sink, topic, "partition", run
+),
+sinks AS (
+    SELECT DISTINCT sink, topic FROM selected
+    WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+),
+wanted AS (
+    SELECT s.sink, r.topic, r."partition", r.range_start AS ref_start, r.range_end AS ref_end
+    FROM merged r JOIN sinks s ON s.topic = r.topic
+    WHERE r.sink = $reference
+),
+clipped AS (
+    SELECT w.sink, w.topic, w."partition", w.ref_start, w.ref_end,
+           greatest(m.range_start, w.ref_start) AS cov_start,
+           least(m.range_end, w.ref_end) AS cov_end
+    FROM wanted w JOIN merged m
+      ON m.sink = w.sink AND m.topic = w.topic AND m."partition" = w."partition"
+     AND m.range_start < w.ref_end AND m.range_end > w.ref_start
+),
+holes AS (
+    -- before each covered stretch: from the previous one's end, or the start
+    SELECT sink, topic, "partition",
+           coalesce(lag(cov_end) OVER (PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start), ref_start) AS gap_start,
+           cov_start AS gap_end
+    FROM clipped
+    UNION ALL
+    -- after the last covered stretch
+    SELECT sink, topic, "partition", max(cov_end), max(ref_end)
+    FROM clipped
+    GROUP BY sink, topic, "partition", ref_start
+    UNION ALL
+    -- nothing of the reference range covered
+    SELECT w.sink, w.topic, w."partition", w.ref_start, w.ref_end
+    FROM wanted w
+    WHERE NOT EXISTS (
+        SELECT 1 FROM clipped c
+        WHERE c.sink = w.sink AND c.topic = w.topic AND c."partition" = w."partition" AND c.ref_start = w.ref_start)
+)
+SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end"
+FROM holes
+WHERE gap_start < gap_end
+ORDER BY sink, topic, "partition", "start"
