@@ -44,7 +44,7 @@ func TestTranscripts(t *testing.T) {
 					out.WriteString(block.raw)
 					continue
 				}
-				args := append([]string{"--state", state, "--writer", "test"}, strings.Fields(strings.TrimPrefix(block.command, "$ covmirror"))...)
+				args := append([]string{"--state", state, "--writer", "test"}, shellWords(t, strings.TrimPrefix(block.command, "$ covmirror"))...)
 				var stdout, stderr bytes.Buffer
 				err := Run(context.Background(), args, &stdout, &stderr)
 				code := exitCode(err)
@@ -73,6 +73,38 @@ func TestTranscripts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shellWords splits a command line as a POSIX shell does for quoting alone:
+// '...' and "..." (no escapes) group characters, and adjacent parts join.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; c {
+		case ' ', '\t':
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case '\'', '"':
+			end := strings.IndexByte(line[i+1:], c)
+			if end < 0 {
+				t.Fatalf("unterminated %c in %q", c, line)
+			}
+			cur.WriteString(line[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
 }
 
 type block struct {

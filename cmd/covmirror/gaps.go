@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
+	"math"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/mirror"
 )
 
 // gapRow is one gap in the contract's JSON shape.
@@ -32,22 +31,16 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	all, err := table.Coverage(ctx, iceberg.Filter{})
+	// The recovery plan with tasks as large as the gaps: the same gaps the
+	// planner replays and the gaps query prints.
+	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: *reference, MaxBatches: math.MaxUint64})
 	if err != nil {
 		return err
 	}
 	rows := []gapRow{}
-	for _, d := range slices.SortedFunc(maps.Keys(all), coverage.Destination.Compare) {
-		if d.Sink == *reference || (*sink != "" && d.Sink != *sink) {
-			continue
-		}
-		ref := all[d.WithSink(*reference)]
-		if ref == nil {
-			ref = new(coverage.RangeSet)
-		}
-		gaps := coverage.Gaps(ref, all[d])
-		for r := range gaps.All() {
-			rows = append(rows, gapRow{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: r.Start, End: r.End})
+	for _, t := range tasks {
+		if *sink == "" || t.Destination.Sink == *sink {
+			rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
 		}
 	}
 	if *asJSON {

@@ -1,0 +1,154 @@
+//go:build cgo
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/queries"
+)
+
+func runQuery(ctx context.Context, g *globals, args []string) error {
+	fs := subFlags(g, "query", "NAME [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
+	asCSV := fs.Bool("csv", false, "print CSV with a header line")
+	printSQL := fs.Bool("sql", false, "print the query's SQL instead of running it")
+	reference := fs.String("reference", coverage.RawSink, "the sink gaps, summary and lag are measured against")
+	sink := fs.String("sink", "", "only this sink")
+	topic := fs.String("topic", "", "only this topic")
+	partition := fs.Int("partition", -1, "only this partition (-1: all)")
+	binding := fs.String("binding", "", `force the coverage relation's binding: "read_parquet" (local warehouse) or "scan" (default: read_parquet when the warehouse is local)`)
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return parse(fs, args)
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("query: unexpected arguments %q", fs.Args())}
+	}
+	if name == "" {
+		fs.Usage()
+		return usageError{fmt.Errorf("query: name a query: %s", strings.Join(queries.Names(), ", "))}
+	}
+	if *asJSON && *asCSV {
+		return usageError{fmt.Errorf("query: --json and --csv exclude each other")}
+	}
+	text, err := queries.Text(name)
+	if err != nil {
+		return usageError{err}
+	}
+	if *printSQL {
+		_, err := fmt.Fprint(g.stdout, text)
+		return err
+	}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic}
+	if *partition >= 0 {
+		part := int32(*partition)
+		p.Partition = &part
+	}
+	table, err := g.openTable(ctx)
+	if err != nil {
+		return err
+	}
+	db, err := queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := db.Run(ctx, name, p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *asJSON:
+		return writeJSON(g, res)
+	case *asCSV:
+		return writeCSV(g, res)
+	}
+	return writeTable(g, res)
+}
+
+// writeJSON prints an array of objects whose keys keep the columns' order.
+func writeJSON(g *globals, res *queries.Result) error {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for r, row := range res.Rows {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		for i, col := range res.Columns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(col)
+			v, err := json.Marshal(row[i])
+			if err != nil {
+				return fmt.Errorf("query: column %s: %w", col, err)
+			}
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("]\n")
+	_, err := g.stdout.Write(b.Bytes())
+	return err
+}
+
+func writeCSV(g *globals, res *queries.Result) error {
+	w := csv.NewWriter(g.stdout)
+	_ = w.Write(res.Columns)
+	for _, row := range res.Rows {
+		_ = w.Write(cells(row))
+	}
+	w.Flush()
+	return w.Error()
+}
+
+func writeTable(g *globals, res *queries.Result) error {
+	if len(res.Rows) == 0 {
+		_, err := fmt.Fprintln(g.stdout, "(no rows)")
+		return err
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, strings.Join(res.Columns, "\t"))
+	for _, row := range res.Rows {
+		fmt.Fprintln(w, strings.Join(cells(row), "\t"))
+	}
+	return w.Flush()
+}
+
+// cells formats a row's values as text.
+func cells(row []any) []string {
+	out := make([]string, len(row))
+	for i, v := range row {
+		switch v := v.(type) {
+		case nil:
+			out[i] = ""
+		case string:
+			out[i] = v
+		case time.Time:
+			out[i] = v.UTC().Format(time.RFC3339Nano)
+		case int64:
+			out[i] = strconv.FormatInt(v, 10)
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
