@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -67,16 +68,21 @@ type globals struct {
 // Run runs the command line args, writing to stdout and stderr.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g := &globals{stdout: stdout, stderr: stderr, props: map[string]string{}}
+	cfg, err := loadConfig(configPath(args))
+	if err != nil {
+		return usageError{err}
+	}
 	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&g.state, "state", envOr("COVMIRROR_STATE", "./covmirror-data"), "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (env COVMIRROR_STATE)")
-	fs.Func("catalog-prop", "iceberg-go catalog property key=value, repeatable (env COVMIRROR_CATALOG_PROPS, comma-separated); none: the embedded SQLite catalog under --state", func(kv string) error {
+	fs.String("config", cfg.path, "configuration file: global settings and catalog.* properties as key = value lines (env COVMIRROR_CONFIG)")
+	fs.StringVar(&g.state, "state", cfg.value("state", "COVMIRROR_STATE", "./covmirror-data"), "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (env COVMIRROR_STATE)")
+	fs.Func("catalog-prop", "iceberg-go catalog property key=value, repeatable (env COVMIRROR_CATALOG_PROPS, comma-separated; config file catalog.KEY = VALUE); none: the embedded SQLite catalog under --state", func(kv string) error {
 		return addProp(g.props, kv)
 	})
-	fs.StringVar(&g.namespace, "namespace", envOr("COVMIRROR_NAMESPACE", "covmirror"), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
-	fs.StringVar(&g.table, "table", envOr("COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
+	fs.StringVar(&g.namespace, "namespace", cfg.value("namespace", "COVMIRROR_NAMESPACE", "covmirror"), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
+	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
 	host, _ := os.Hostname()
-	fs.StringVar(&g.writer, "writer", envOr("COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
+	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
 	fs.Usage = func() { usage(stderr, fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,12 +90,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return usageError{err}
 	}
+	// Catalog properties come whole from one source: flags, else the
+	// environment, else the configuration file.
 	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
 		for _, kv := range strings.Split(env, ",") {
 			if err := addProp(g.props, kv); err != nil {
 				return usageError{fmt.Errorf("COVMIRROR_CATALOG_PROPS: %w", err)}
 			}
 		}
+	}
+	if len(g.props) == 0 {
+		maps.Copy(g.props, cfg.props)
 	}
 	if fs.NArg() == 0 {
 		usage(stderr, fs)

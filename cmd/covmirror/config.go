@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// config is a configuration file's settings: the global flags' names
+// (state, namespace, table, writer) and catalog properties as
+// catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_* variables, then
+// the file, then the built-in defaults.
+//
+//	# covmirror.conf
+//	state = /var/lib/covmirror
+//	writer = pod-a
+//	catalog.type = sql
+//	catalog.uri = postgres://covmirror@db:5432/lake
+//	catalog.sql.driver = pgx
+//	catalog.sql.dialect = postgres
+//	catalog.warehouse = file:///srv/warehouse
+type config struct {
+	path     string
+	settings map[string]string
+	props    map[string]string
+}
+
+var configKeys = []string{"state", "namespace", "table", "writer"}
+
+// configPath finds --config in the global flags (before the command name),
+// or COVMIRROR_CONFIG.
+func configPath(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			break // the command name: its flags are its own
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "config" {
+			if !hasValue && i+1 < len(args) && !isBoolFlag(name) {
+				i++ // the flag's value
+			}
+			continue
+		}
+		if hasValue {
+			return value
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return os.Getenv("COVMIRROR_CONFIG")
+}
+
+func isBoolFlag(name string) bool { return name == "h" || name == "help" }
+
+func loadConfig(path string) (*config, error) {
+	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}}
+	if path == "" {
+		return c, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case !ok || k == "":
+			return nil, fmt.Errorf("%s:%d: %q is not key = value", path, n, line)
+		case strings.HasPrefix(k, "catalog.") && len(k) > len("catalog."):
+			c.props[strings.TrimPrefix(k, "catalog.")] = v
+		case slices.Contains(configKeys, k):
+			c.settings[k] = v
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s and catalog.PROPERTY", path, n, k, strings.Join(configKeys, ", "))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// value is a global setting's default: the environment variable, else the
+// file's value, else def.
+func (c *config) value(key, env, def string) string {
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	if v, ok := c.settings[key]; ok {
+		return v
+	}
+	return def
+}
