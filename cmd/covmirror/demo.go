@@ -2,99 +2,245 @@ package main
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
 
-// runDemo walks the design's example through every part: batches 1..100
-// land in raw, the lake sink fails 30..40 and 70, and recovery closes the
-// gaps from committed coverage only.
+// demoRun is one run of the demo: the simulated pipeline, the shared
+// coverage table, and what the run prints.
+type demoRun struct {
+	g            *globals
+	dir          string
+	table        *iceberg.Table
+	p            *pipeline
+	out          *outages
+	every        int // batches between checkpoints
+	compactEvery int // checkpoints between compactions
+	checkpoints  int
+}
+
+func (d *demoRun) say(format string, a ...any) { fmt.Fprintf(d.g.stdout, format+"\n", a...) }
+
+// runDemo is the main job on embedded defaults, in a fresh state directory:
+// a pipeline with raw and three sinks, one of them down now and then; its
+// owner pod killed mid-stream and a second taking over from the coverage
+// table; scheduled compaction; the recovery worker planning from the gaps;
+// and a verdict checked against the simulated sinks' own contents.
 func runDemo(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "demo", "")
-	topic := fs.String("topic", "demo", "the topic the demo writes")
+	fs := subFlags(g, "demo", "[--seed N] [--batches N]")
+	seed := fs.Uint64("seed", 1, "seed of the simulation: the same seed replays the same run")
+	batches := fs.Int("batches", 400, "batches per partition the source produces")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(g.stdout, format+"\n", a...) }
-	m, err := g.openMirror(ctx)
+	if *batches < 100 {
+		return usageError{fmt.Errorf("demo: --batches must be at least 100")}
+	}
+	if err := os.MkdirAll(g.state, 0o755); err != nil {
+		return fmt.Errorf("demo: state directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(g.state, "demo-")
+	if err != nil {
+		return fmt.Errorf("demo: state directory: %w", err)
+	}
+	dg := *g
+	dg.state = dir
+	if len(g.props) > 0 {
+		// A configured catalog: a fresh table of the demo's own in it.
+		dg.namespace = "covmirror_demo_" + strings.ToLower(rand.Text()[:8])
+	}
+	table, err := dg.openTable(ctx)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	table, err := g.openTable(ctx)
-	if err != nil {
-		return err
+	r := mrand.New(mrand.NewPCG(*seed, *seed))
+	d := &demoRun{g: g, dir: dir, table: table, every: 50, compactEvery: 3,
+		p: &pipeline{topic: "orders", partitions: 2, raw: newSimStore(coverage.RawSink), acked: map[int32]uint64{},
+			sinks: []*simStore{newSimStore("lake"), newSimStore("warehouse"), newSimStore("search")}}}
+	d.out = newOutages(r, *batches)
+	d.p.sinks[1].down = d.out.isDown
+	killAt := *batches/2 + r.IntN(*batches/4)
+	if killAt%d.every == 0 {
+		killAt++ // mid-way between checkpoints
 	}
-	raw := coverage.Destination{Sink: coverage.RawSink, Topic: *topic}
-	lake := raw.WithSink("lake")
+	d.say("covmirror demo, seed %d. State: %s; coverage table %s in %s.", *seed, dir, table.Name(), catalogName(g))
+	return d.run(ctx, uint64(killAt), uint64(*batches))
+}
 
-	say("1. Batches 1..100 of %s/%d are durable in raw; the source is acknowledged.", raw.Topic, raw.Partition)
-	if err := m.Record(ctx, raw, coverage.Range{Start: 1, End: 101}); err != nil {
+func catalogName(g *globals) string {
+	if len(g.props) == 0 {
+		return "the embedded SQLite catalog"
+	}
+	return "the configured " + g.props["type"] + " catalog"
+}
+
+func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
+	p := d.p
+	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint every %d batches,\n   compaction every %d checkpoints.",
+		p.topic, p.partitions-1, d.every, d.compactEvery)
+	a, aLocal, err := d.owner("pod-a")
+	if err != nil {
 		return err
 	}
-	say("2. The lake sink writes them; batches 30..40 and 70 fail and are not recorded.")
-	sinkDown := errors.New("lake unavailable")
-	failed := 0
-	for b := uint64(1); b <= 100; b++ {
-		err := coverage.WriteThenRecord(ctx, m, lake, coverage.Range{Start: b, End: b + 1}, func(context.Context) error {
-			if (b >= 30 && b <= 40) || b == 70 {
-				return sinkDown
-			}
-			return nil
-		})
-		if errors.Is(err, sinkDown) {
-			failed++
-		} else if err != nil {
+	for b := uint64(1); b <= killAt; b++ {
+		if err := d.step(ctx, a, "pod-a", b); err != nil {
 			return err
 		}
 	}
-	local, _ := m.Covered(ctx, lake)
-	say("   local tier: lake covers %s (%d writes failed)", local.String(), failed)
-
-	say("3. Checkpoint into the coverage table %s.", table.Name())
-	if err := m.Sync(ctx); err != nil {
+	lost := a.Stats().PendingBatches
+	_ = aLocal.Close() // killed: no final checkpoint, and its disk is gone with it
+	d.say("\n2. pod-a is killed after batch %d. %d batch-writes it recorded since its last checkpoint were only on its disk.", killAt, lost)
+	if err := d.checkClaims(ctx); err != nil {
 		return err
 	}
-	say("4. Recovery plans from the table only:")
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: coverage.RawSink})
+
+	d.say("\n3. pod-b takes over, reading only the coverage table (never pod-a's disk), and replays what it is told:")
+	b, _, err := d.owner("pod-b")
 	if err != nil {
 		return err
 	}
-	for _, t := range tasks {
-		if t.Destination.Topic == *topic {
-			say("   replay %s %s", t.Destination, t.Range)
+	d.out.step = int(killAt)
+	for part := range p.partitions {
+		if err := d.resume(ctx, b, part); err != nil {
+			return err
 		}
 	}
-	say("5. The lake is back: replay each task, recording it after the ack, and checkpoint.")
-	done, err := mirror.Recover(ctx, tasks, mirror.ReplayFunc(func(context.Context, mirror.Task) error { return nil }), m)
-	if err != nil {
+	for batch := killAt + 1; batch <= batches; batch++ {
+		if err := d.step(ctx, b, "pod-b", batch); err != nil {
+			return err
+		}
+	}
+	if err := b.Close(); err != nil { // the final checkpoint
 		return err
 	}
+	d.say("\n4. The stream is done. The warehouse refused %d writes during its outages; committed gaps:", p.sinks[1].fails)
+	if err := showGaps(ctx, d.g.stdout, d.table); err != nil {
+		return err
+	}
+
+	d.say("\n5. The warehouse is back. The recovery worker plans from the table alone and replays from raw:")
+	d.out.step = -1
+	if err := d.recoverGaps(ctx); err != nil {
+		return err
+	}
+	if err := showGaps(ctx, d.g.stdout, d.table); err != nil {
+		return err
+	}
+	if err := d.compact(ctx); err != nil {
+		return err
+	}
+	return d.verdict(ctx, batches)
+}
+
+// owner opens a pod: its own local tier under the demo's directory, the
+// shared coverage table.
+func (d *demoRun) owner(name string) (*mirror.Mirror, *local.Store, error) {
+	l, err := local.Open(local.Options{Dir: filepath.Join(d.dir, name)})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := mirror.New(mirror.Options{Local: l, Durable: d.table, Writer: name})
+	if err != nil {
+		_ = l.Close()
+		return nil, nil, err
+	}
+	return m, l, nil
+}
+
+// step ingests batch b of every partition, checkpointing and compacting on
+// schedule.
+func (d *demoRun) step(ctx context.Context, m *mirror.Mirror, pod string, b uint64) error {
+	d.out.step = int(b)
+	if err := d.p.process(ctx, m, b); err != nil {
+		return err
+	}
+	if b%uint64(d.every) != 0 {
+		return nil
+	}
+	pending := m.Stats().PendingBatches
 	if err := m.Sync(ctx); err != nil {
 		return err
 	}
-	after, err := mirror.Plan(ctx, table, mirror.PlanOptions{})
-	if err != nil {
+	d.checkpoints++
+	d.say("   batch %3d: %s checkpoint, %d batch-writes committed", b, pod, pending)
+	if err := d.checkClaims(ctx); err != nil {
 		return err
 	}
-	say("   %d task(s) replayed; tasks left: %d", done, len(after))
+	if d.checkpoints%d.compactEvery == 0 {
+		return d.compact(ctx)
+	}
+	return nil
+}
 
-	say("6. Compact the table's small files (set-equal before and after):")
-	res, err := compaction.Compact(ctx, table, compaction.Options{})
+func (d *demoRun) compact(ctx context.Context) error {
+	res, err := compaction.Compact(ctx, d.table, compaction.Options{})
 	if err != nil {
 		return err
 	}
-	say("   %d files into %d", res.FilesRead, res.FilesWritten)
-	all, err := table.Coverage(ctx, iceberg.Filter{Topic: *topic})
+	d.say("   compaction: %d data files into %d, set-equal", res.FilesRead, res.FilesWritten)
+	return nil
+}
+
+// resume is a new owner's takeover of one partition: the replay work the
+// table gives for each sink, replayed from raw and recorded after each ack.
+func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
+	assignments, err := mirror.Resume(ctx, d.table, d.p.topic, part, mirror.ResumeOptions{
+		Sinks: d.p.sinkNames(), SourceAckedEnd: d.p.acked[part] + 1})
 	if err != nil {
 		return err
 	}
-	say("   committed: raw %s, lake %s", all[raw], all[lake])
-	say("\nNext: covmirror inspect, covmirror gaps --json, covmirror plan --json (state in %s).", g.state)
+	for _, a := range assignments {
+		replay := coverage.RangeSet{}
+		for _, r := range a.Replay {
+			_ = replay.Add(r)
+		}
+		failed := 0
+		for _, r := range a.Replay {
+			err := coverage.WriteThenRecord(ctx, m, a.Destination, r, func(context.Context) error { return d.p.replay(a.Destination, r) })
+			if err != nil {
+				failed++
+			}
+		}
+		note := ""
+		if failed > 0 {
+			note = fmt.Sprintf(" (%d refused: still down)", failed)
+		}
+		d.say("   %s: replay %s%s", a.Destination, replay.String(), note)
+	}
+	return nil
+}
+
+// recoverGaps is the single recovery worker: plan, replay task by task,
+// record each after its ack, checkpoint; again while tasks remain.
+func (d *demoRun) recoverGaps(ctx context.Context) error {
+	w, _, err := d.owner("recovery")
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	tasks, err := mirror.Plan(ctx, d.table, mirror.PlanOptions{MaxBatches: 25})
+	if err != nil {
+		return err
+	}
+	done, err := mirror.Recover(ctx, tasks, mirror.ReplayFunc(func(_ context.Context, t mirror.Task) error {
+		return d.p.replay(t.Destination, t.Range)
+	}), w)
+	if err != nil {
+		return err
+	}
+	if err := w.Sync(ctx); err != nil {
+		return err
+	}
+	d.say("   %d replay tasks of at most 25 batches, each recorded after the sink's ack, then a checkpoint.", done)
 	return nil
 }

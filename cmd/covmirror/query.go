@@ -8,12 +8,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/queries"
 )
 
@@ -78,7 +77,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	case *asCSV:
 		return writeCSV(g, res)
 	}
-	return writeTable(g, res)
+	return writeTable(g.stdout, res.Columns, res.Rows)
 }
 
 // writeJSON prints an array of objects whose keys keep the columns' order.
@@ -120,35 +119,17 @@ func writeCSV(g *globals, res *queries.Result) error {
 	return w.Error()
 }
 
-func writeTable(g *globals, res *queries.Result) error {
-	if len(res.Rows) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "(no rows)")
+// showGaps prints the gaps query, for the demo.
+func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
+	db, err := queries.Open(ctx, table, queries.Options{})
+	if err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, strings.Join(res.Columns, "\t"))
-	for _, row := range res.Rows {
-		fmt.Fprintln(w, strings.Join(cells(row), "\t"))
+	defer db.Close()
+	res, err := db.Run(ctx, "gaps", queries.Params{})
+	if err != nil {
+		return err
 	}
-	return w.Flush()
-}
-
-// cells formats a row's values as text.
-func cells(row []any) []string {
-	out := make([]string, len(row))
-	for i, v := range row {
-		switch v := v.(type) {
-		case nil:
-			out[i] = ""
-		case string:
-			out[i] = v
-		case time.Time:
-			out[i] = v.UTC().Format(time.RFC3339Nano)
-		case int64:
-			out[i] = strconv.FormatInt(v, 10)
-		default:
-			out[i] = fmt.Sprint(v)
-		}
-	}
-	return out
+	fmt.Fprintln(w, "   covmirror query gaps (DuckDB over the table's files):")
+	return writeIndentedTable(w, res.Columns, res.Rows)
 }

@@ -5,10 +5,31 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/mirror"
 )
 
 // runQuery needs DuckDB, which is C++: this binary was built without cgo
 // (no C compiler was found, or CGO_ENABLED=0).
 func runQuery(ctx context.Context, g *globals, args []string) error {
 	return errors.New("query: this covmirror was built without cgo, and the canned queries run on DuckDB: install a C compiler (gcc) and rebuild; `covmirror gaps` and `covmirror plan` work without it")
+}
+
+// showGaps prints the gaps the planner computes, for the demo, when DuckDB
+// is not built in.
+func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
+	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{MaxBatches: math.MaxUint64})
+	if err != nil {
+		return err
+	}
+	rows := make([][]any, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, []any{t.Destination.Sink, t.Destination.Topic, t.Destination.Partition, int64(t.Range.Start), int64(t.Range.End)})
+	}
+	fmt.Fprintln(w, "   covmirror gaps (built without cgo, so computed in Go rather than by DuckDB):")
+	return writeIndentedTable(w, []string{"sink", "topic", "partition", "start", "end"}, rows)
 }
