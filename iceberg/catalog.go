@@ -13,8 +13,9 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	_ "github.com/apache/iceberg-go/catalog/rest" // registers type=rest
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the SQL catalog on PostgreSQL
-	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go, for the embedded default
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3:// warehouses
+	_ "github.com/jackc/pgx/v5/stdlib"             // database/sql driver "pgx", for the SQL catalog on PostgreSQL
+	_ "modernc.org/sqlite"                         // database/sql driver "sqlite", pure Go, for the embedded default
 
 	"github.com/covmirror/covmirror/coverage"
 )
