@@ -25,6 +25,7 @@ const (
 	childLog            = "COVMIRROR_CHILD_LOG"
 	childSeed           = "COVMIRROR_CHILD_SEED"
 	childNS             = "COVMIRROR_CHILD_NAMESPACE"
+	childNoExpiry       = "COVMIRROR_CHILD_NO_EXPIRY"
 	checkpointsPerOwner = 100
 )
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 	childproc.Main(m, map[string]func() error{
 		"concurrent": func() error { return withChildMirror(concurrentOwner) },
 		"crash":      func() error { return withChildMirror(crashingOwner) },
+		"persistent": func() error { return withChildMirror(persistentOwner) },
 	})
 }
 
@@ -54,7 +56,11 @@ func withChildMirror(role func(*Mirror) error) error {
 	if err != nil {
 		return err
 	}
-	m, err := New(Options{Local: l, Durable: tbl, Writer: os.Getenv(childWriter)})
+	opts := Options{Local: l, Durable: tbl, Writer: os.Getenv(childWriter)}
+	if os.Getenv(childNoExpiry) != "" {
+		opts.ExpireEvery = -1 // every snapshot stays for the parent to count
+	}
+	m, err := New(opts)
 	if err != nil {
 		return err
 	}
@@ -92,6 +98,40 @@ func concurrentOwner(m *Mirror) error {
 	return m.Close()
 }
 
+// persistentOwner is concurrentOwner as a pod's checkpoint loop runs it: a
+// failed checkpoint (the catalog down) is retried after a pause while
+// recording goes on, and the owner ends once its final checkpoint lands.
+func persistentOwner(m *Mirror) error {
+	w, _ := strconv.Atoi(strings.TrimPrefix(os.Getenv(childWriter), "owner-"))
+	failures, longest := 0, time.Duration(0)
+	for i := range checkpointsPerOwner {
+		time.Sleep(20 * time.Millisecond) // paced, so that the outage falls mid-stream
+		for _, dr := range ownerRanges(w, i) {
+			for _, r := range dr.Ranges {
+				if err := m.Record(ctx, dr.Destination, r); err != nil {
+					return err
+				}
+			}
+		}
+		start := time.Now()
+		if err := m.Sync(ctx); err != nil {
+			failures++
+			time.Sleep(100 * time.Millisecond)
+		}
+		longest = max(longest, time.Since(start))
+	}
+	for m.Stats().PendingBatches > 0 || m.Stats().ConsecutiveFailures > 0 {
+		if err := m.Sync(ctx); err != nil {
+			if failures++; failures > 600 {
+				return fmt.Errorf("still failing after %d checkpoints: %w", failures, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fmt.Printf("%d failed checkpoints, longest %s, done at %d\n", failures, longest.Round(time.Millisecond), time.Now().UnixNano())
+	return m.Close()
+}
+
 // TestTwoProcessesCheckpointConcurrently: two owners of the same
 // destinations, in two OS processes with their own local tiers, checkpoint
 // 100 times each into one table at the same time. Every checkpoint must
@@ -110,6 +150,21 @@ func twoProcesses(t *testing.T, e *env) {
 	for w, owner := range owners {
 		owner.Wait(t, fmt.Sprintf("owner %d", w))
 	}
+	requireOwnersUnion(t, e)
+	tbl, _ := e.table.Load(ctx)
+	perWriter := map[string]int{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		perWriter[snap.Summary.Properties[iceberg.SummaryWriter]]++
+	}
+	if perWriter["owner-0"] != checkpointsPerOwner || perWriter["owner-1"] != checkpointsPerOwner {
+		t.Fatalf("snapshots per writer %v, want %d each", perWriter, checkpointsPerOwner)
+	}
+}
+
+// requireOwnersUnion fails t unless the table covers exactly the union of
+// both concurrent owners' ranges.
+func requireOwnersUnion(t *testing.T, e *env) {
+	t.Helper()
 	want := map[coverage.Destination]*coverage.RangeSet{}
 	for w := range 2 {
 		for i := range checkpointsPerOwner {
@@ -127,18 +182,13 @@ func twoProcesses(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(got) != len(want) {
+		t.Fatalf("the table has %d destinations, want %d", len(got), len(want))
+	}
 	for d, set := range want {
 		if got[d] == nil || !got[d].Equal(set) {
 			t.Fatalf("%s: table holds %v, want the union %v", d, got[d], set.String())
 		}
-	}
-	tbl, _ := e.table.Load(ctx)
-	perWriter := map[string]int{}
-	for _, snap := range tbl.Metadata().Snapshots() {
-		perWriter[snap.Summary.Properties[iceberg.SummaryWriter]]++
-	}
-	if perWriter["owner-0"] != checkpointsPerOwner || perWriter["owner-1"] != checkpointsPerOwner {
-		t.Fatalf("snapshots per writer %v, want %d each", perWriter, checkpointsPerOwner)
 	}
 }
 
@@ -179,7 +229,10 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 	if testing.Short() {
 		kills = 5
 	}
-	e := newEnv(t)
+	crashDuringCheckpoints(t, newEnv(t), kills)
+}
+
+func crashDuringCheckpoints(t *testing.T, e *env, kills int) {
 	propsJSON, _ := json.Marshal(e.props)
 	localDir, logPath := t.TempDir(), t.TempDir()+"/log"
 	seed := uint64(time.Now().UnixNano())
