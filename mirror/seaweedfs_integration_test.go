@@ -4,8 +4,8 @@ package mirror
 
 import (
 	"crypto/rand"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
