@@ -105,11 +105,15 @@ func randomCheckpoints(t *testing.T, tbl *iceberg.Table, r *rand.Rand, n int) {
 }
 
 func TestCompactionIsSetEqualAndFewerFiles(t *testing.T) {
+	compactionIsSetEqual(t, openTable)
+}
+
+func compactionIsSetEqual(t *testing.T, open func(*testing.T) *iceberg.Table) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
 	for round := range 3 {
-		tbl := openTable(t)
+		tbl := open(t)
 		randomCheckpoints(t, tbl, r, 20+r.IntN(30))
 		before, filesBefore := coverageOf(t, tbl), dataFiles(t, tbl)
 		res, err := Compact(ctx, tbl, Options{})

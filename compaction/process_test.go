@@ -100,6 +100,10 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 		d = 10 * time.Second
 	}
 	props, tbl := embeddedTable(t)
+	checkpointsWhileCompacting(t, props, tbl, d)
+}
+
+func checkpointsWhileCompacting(t *testing.T, props map[string]string, tbl *iceberg.Table, d time.Duration) {
 	logPath := t.TempDir() + "/committed"
 	ckpt := startChild(t, "checkpointer", props, logPath, d)
 	comp := startChild(t, "compactor", props, "", d)
@@ -137,12 +141,16 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 // finishes the job.
 func TestCompactionKilledAtRandom(t *testing.T) {
 	props, tbl := embeddedTable(t)
+	compactionKilledAtRandom(t, props, tbl, 20)
+}
+
+func compactionKilledAtRandom(t *testing.T, props map[string]string, tbl *iceberg.Table, kills int) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
 	randomCheckpoints(t, tbl, r, 40)
 	before := coverageOf(t, tbl)
-	for kill := range 20 {
+	for kill := range kills {
 		if kill%5 == 0 {
 			randomCheckpoints(t, tbl, r, 10) // fresh small files to compact
 			before = coverageOf(t, tbl)

@@ -8,7 +8,10 @@
 --
 -- Parameters (NULL matches everything): $sink, $topic, $partition.
 WITH selected AS (
-    SELECT sink, topic, "partition", range_start, range_end
+    -- DISTINCT: repeated rows go, and what remains is totally ordered by
+    -- (range_start, range_end) within a destination, so that both window
+    -- passes below see one order (with ties, they need not).
+    SELECT DISTINCT sink, topic, "partition", range_start, range_end
     FROM coverage
     WHERE (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
       AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)

@@ -6,7 +6,10 @@
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
 WITH selected AS (
-    SELECT sink, topic, "partition", range_start, range_end
+    -- DISTINCT: repeated rows go, and what remains is totally ordered by
+    -- (range_start, range_end) within a destination, so that both window
+    -- passes below see one order (with ties, they need not).
+    SELECT DISTINCT sink, topic, "partition", range_start, range_end
     FROM coverage
     WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
       AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
