@@ -1,0 +1,224 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// ErrNoMultiTableTransactions: the catalog cannot commit to two tables at
+// once (the SQL catalog, for one); a TableSink then writes the sink and
+// records coverage one after the other.
+var ErrNoMultiTableTransactions = errors.New("catalog has no multi-table transactions")
+
+// TableSink is the exactly-once path of a sink that is itself an Iceberg
+// table in the coverage table's catalog: a write of the sink's rows and
+// the coverage rows of the same batches land in one multi-table commit, or
+// neither does. Where the catalog lacks multi-table transactions it falls
+// back to write-then-record through Fallback (the pod's Mirror), and says
+// so once in the log.
+type TableSink struct {
+	// Coverage is the coverage table. Required.
+	Coverage *Table
+	// Sink is the sink table's identifier in the same catalog. Required.
+	Sink table.Identifier
+	// Writer names this writer in snapshot summaries and coverage rows.
+	// Required.
+	Writer string
+	// Fallback records coverage when the catalog has no multi-table
+	// transactions. Required for that case; unused otherwise.
+	Fallback coverage.Store
+	// Logger says once that the fallback is in use. Zero value: discard.
+	Logger *slog.Logger
+
+	once sync.Once
+}
+
+// Write appends rows to the sink table and records r of d as covered. name
+// identifies the write (unique per writer, as a checkpoint name): after a
+// commit of unknown outcome it is looked for in the coverage table before
+// anything is committed again, so a retry never lands twice.
+func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destination, r coverage.Range, rows arrow.RecordBatch) error {
+	if err := CheckRecord(d, r); err != nil {
+		return err
+	}
+	if _, ok := s.Coverage.cat.(catalog.TransactionalCatalog); !ok {
+		if s.Fallback == nil {
+			return fmt.Errorf("iceberg: sink %s: %w, and no fallback store is set", strings.Join(s.Sink, "."), ErrNoMultiTableTransactions)
+		}
+		s.once.Do(func() {
+			logger := s.Logger
+			if logger == nil {
+				logger = slog.New(slog.DiscardHandler)
+			}
+			logger.Warn("the catalog has no multi-table transactions: the sink table is written first and coverage recorded after its commit (write-then-record; a crash in between costs a replay, which the sink must deduplicate)",
+				"sink", strings.Join(s.Sink, "."), "coverage", s.Coverage.Name())
+		})
+		return coverage.WriteThenRecord(ctx, s.Fallback, d, r, func(ctx context.Context) error {
+			return s.appendSink(ctx, name, rows)
+		})
+	}
+	return s.commitTogether(ctx, name, Commit{Name: name, Writer: s.Writer,
+		Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}}, rows)
+}
+
+// appendSink appends rows to the sink table alone: files written once, the
+// commit retried on fresh metadata, and a retry first looks for name.
+func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.RecordBatch) error {
+	sinkName := strings.Join(s.Sink, ".")
+	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	if err != nil {
+		return fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, sinkName, err)
+	}
+	if landed(sink, name) {
+		return nil
+	}
+	files, err := writeRows(ctx, sink, rows)
+	if err != nil {
+		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, sinkName, err)
+	}
+	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
+	deadline := time.Now().Add(s.Coverage.opts.CommitTimeout)
+	for attempt := 1; ; attempt++ {
+		txn := sink.NewTransaction()
+		err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
+		if err == nil {
+			_, err = txn.Commit(ctx)
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s on sink table %s after %d attempts: %w", ErrCommitTimeout, name, sinkName, attempt, err)
+		}
+		conflict := isConflict(err)
+		if !conflict {
+			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+				return err
+			}
+		}
+		if fresh, err := s.Coverage.cat.LoadTable(ctx, s.Sink); err == nil {
+			if !conflict && landed(fresh, name) {
+				return nil
+			}
+			sink = fresh
+		}
+	}
+}
+
+// commitTogether writes both tables' data files once, then commits them in
+// one multi-table transaction, rebuilt on freshly loaded metadata after a
+// conflict; after an error that does not prove failure it first looks for
+// name in the coverage table.
+func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, rows arrow.RecordBatch) error {
+	cov, err := s.Coverage.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if landed(cov, name) {
+		return nil
+	}
+	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	if err != nil {
+		return fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, strings.Join(s.Sink, "."), err)
+	}
+	covFiles, err := s.Coverage.writeFiles(ctx, cov, name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+		return buildRecord(schema, c, time.Now())
+	})
+	if err != nil {
+		return err
+	}
+	sinkFiles, err := writeRows(ctx, sink, rows)
+	if err != nil {
+		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, strings.Join(s.Sink, "."), err)
+	}
+	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
+	deadline := time.Now().Add(s.Coverage.opts.CommitTimeout)
+	for attempt := 1; ; attempt++ {
+		err := commitBoth(ctx, s.Coverage.cat, sink, sinkFiles, cov, covFiles, props)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s on %s and %s after %d attempts: %w", ErrCommitTimeout, name, strings.Join(s.Sink, "."), s.Coverage.Name(), attempt, err)
+		}
+		conflict := isConflict(err)
+		if !conflict {
+			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+				return err
+			}
+		}
+		fresh, err := s.Coverage.Load(ctx)
+		var freshSink *table.Table
+		if err == nil {
+			if !conflict && landed(fresh, name) {
+				return nil // the failed-looking commit had landed, both tables
+			}
+			freshSink, err = s.Coverage.cat.LoadTable(ctx, s.Sink)
+		}
+		if err != nil {
+			// Unreachable: retry from the metadata in hand after a pause
+			// (a conflict skipped the one above).
+			if conflict {
+				if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		cov, sink = fresh, freshSink
+	}
+}
+
+// commitBoth stages the files of each table in its own transaction and
+// commits the two as one.
+func commitBoth(ctx context.Context, cat catalog.Catalog, sink *table.Table, sinkFiles []ice.DataFile, cov *table.Table, covFiles []ice.DataFile, props ice.Properties) error {
+	mtx, err := catalog.NewMultiTableTransaction(cat)
+	if err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		tbl   *table.Table
+		files []ice.DataFile
+	}{{sink, sinkFiles}, {cov, covFiles}} {
+		txn := part.tbl.NewTransaction()
+		if err := txn.AddDataFiles(ctx, part.files, props, table.WithoutDuplicateCheck()); err != nil {
+			return err
+		}
+		if err := mtx.AddTransaction(txn); err != nil {
+			return err
+		}
+	}
+	return mtx.Commit(ctx)
+}
+
+// writeRows writes rows, in the sink table's schema, as data files.
+func writeRows(ctx context.Context, tbl *table.Table, rows arrow.RecordBatch) ([]ice.DataFile, error) {
+	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rows, nil) }
+	var files []ice.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, rows.Schema(), iter.Seq2[arrow.RecordBatch, error](records)) {
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, df)
+	}
+	return files, nil
+}
