@@ -14,21 +14,27 @@ build:
 test:
 	$(GO) test -race -tags invariants -timeout 30m $(PKGS)
 
-# Tests against external servers: the SQL catalog on PostgreSQL at
+# Tests against real servers: the SQL catalog on PostgreSQL at
 # 127.0.0.1:5432, database test (COVMIRROR_TEST_POSTGRES_URL overrides it;
-# .ci/postgres.sh starts one). An unreachable server fails, never skips.
+# .ci/postgres.sh starts one), and SeaweedFS's Iceberg REST catalog on its
+# S3 gateway, which each test starts on free ports from the binary
+# .ci/seaweedfs.sh builds (once, about 10 minutes; cached outside the
+# repository). An unreachable server fails, never skips.
 test-integration:
-	$(GO) test -race -tags integration -run 'Postgres' -timeout 30m $(PKGS)
+	COVMIRROR_WEED=$$(bash .ci/seaweedfs.sh) && export COVMIRROR_WEED && \
+	$(GO) test -race -tags integration -run 'Postgres|SeaweedFS' -timeout 60m $(PKGS)
 
 # Benchmarks print each measurement beside its baseline from the same run
 # and the ratio between them: roaring64 for the range set, raw Pebble Sets
-# for the local tier.
+# for the local tier, raw iceberg-go appends for checkpoints, an iceberg-go
+# scan with Go-side gaps for the DuckDB gaps query.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 20x ./mirror
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
+	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:
@@ -40,7 +46,9 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags invariants $(PKGS)
+	$(GO) vet -tags integration $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(STATICCHECK) -tags integration $(PKGS)
 
 ci: lint test test-integration
 

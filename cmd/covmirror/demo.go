@@ -21,6 +21,7 @@ import (
 type demoRun struct {
 	g            *globals
 	dir          string
+	namespace    string // the demo's own namespace in a configured catalog
 	table        *iceberg.Table
 	p            *pipeline
 	out          *outages
@@ -67,6 +68,9 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	d := &demoRun{g: g, dir: dir, table: table, every: 50, compactEvery: 3,
 		p: &pipeline{topic: "orders", partitions: 2, raw: newSimStore(coverage.RawSink), acked: map[int32]uint64{},
 			sinks: []*simStore{newSimStore("lake"), newSimStore("warehouse"), newSimStore("search")}}}
+	if len(g.props) > 0 {
+		d.namespace = dg.namespace
+	}
 	d.out = newOutages(r, *batches)
 	d.p.sinks[1].down = d.out.isDown
 	killAt := *batches/2 + r.IntN(*batches/4)

@@ -66,7 +66,11 @@ func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
 	d.say("  - every one of the %d batches of %d partitions in raw reached lake, warehouse and search;", batches, d.p.partitions)
 	d.say("  - no committed coverage ever claimed a batch its sink did not hold (checked after every checkpoint);")
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", dups)
-	d.say("\nNext: covmirror --state %s gaps --json | query summary | plan --json | inspect", d.dir)
+	flags := "--state " + d.dir
+	if d.namespace != "" {
+		flags += " --namespace " + d.namespace + " (and the same --catalog-prop settings)"
+	}
+	d.say("\nNext: covmirror %s gaps --json | query summary | plan --json", flags)
 	return nil
 }
 

@@ -127,13 +127,6 @@ func addProp(props map[string]string, kv string) error {
 	return nil
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags]")
 	fmt.Fprintln(w, "\ncommands:")
