@@ -301,6 +301,49 @@ func TestSQLiteCatalogUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.shortCommitTimeout(t)
+	outageScenario(t, e, outage{
+		what: "the catalog read-only",
+		begin: func(t *testing.T) {
+			e.cat.through.Store(&readOnly)
+			// The table keeps the metadata it last committed, bound to the
+			// writable connection; a real file turning read-only would
+			// fail that one too.
+			if _, err := e.table.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+		},
+		wantErr: "readonly database",
+		during: func(t *testing.T, m *Mirror) int {
+			// Commits refused and reloads failing too: an error, not a crash.
+			e.cat.down.Store(true)
+			defer e.cat.down.Store(false)
+			if err := m.Sync(ctx); !errors.Is(err, coverage.ErrUnavailable) {
+				t.Fatalf("sync with the catalog read-only and then unreachable: %v", err)
+			}
+			return 1
+		},
+		end: func(t *testing.T) {
+			e.cat.through.Store(nil)
+			if _, err := e.table.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
+
+// outage is a way for the catalog to fail and come back.
+type outage struct {
+	what       string
+	begin, end func(t *testing.T)
+	wantErr    string                            // in the failed checkpoint's error
+	during     func(t *testing.T, m *Mirror) int // optional: more failing Syncs; returns how many
+}
+
+// outageScenario: an owner checkpoints, the catalog fails; checkpoints fail
+// with a clear error while records keep landing locally and the table keeps
+// what it had; once the catalog is back one Sync carries everything.
+func outageScenario(t *testing.T, e *env, o outage) {
+	t.Helper()
 	m := e.owner(t, "", "pod-a")
 	defer m.Close()
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
@@ -308,43 +351,34 @@ func TestSQLiteCatalogUnwritable(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.cat.through.Store(&readOnly)
-	// The table keeps the metadata it last committed, bound to the writable
-	// connection; a real file turning read-only would fail that one too.
-	if _, err := e.table.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	o.begin(t)
 	record(t, m, d, 10, 20)
-	err = m.Sync(ctx)
-	if err == nil || !strings.Contains(err.Error(), "readonly database") || !strings.Contains(err.Error(), "covmirror.coverage") {
-		t.Fatalf("sync with the catalog read-only: %v", err)
+	err := m.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), o.wantErr) || !strings.Contains(err.Error(), e.table.Name()) {
+		t.Fatalf("sync with %s: %v", o.what, err)
 	}
 	t.Logf("what the operator sees: %v", err)
 	record(t, m, d, 30, 40)
 	if err := m.Sync(ctx); err == nil {
-		t.Fatal("second sync with the catalog read-only succeeded")
+		t.Fatalf("second sync with %s succeeded", o.what)
 	}
-	// Commits refused and reloads failing too: an error, not a crash.
-	e.cat.down.Store(true)
-	if err := m.Sync(ctx); !errors.Is(err, coverage.ErrUnavailable) {
-		t.Fatalf("sync with the catalog read-only and then unreachable: %v", err)
+	failures := uint64(2)
+	if o.during != nil {
+		failures += uint64(o.during(t, m))
 	}
-	e.cat.down.Store(false)
-	if s := m.Stats(); s.ConsecutiveFailures != 3 || s.PendingBatches != 20 {
-		t.Fatalf("stats while read-only: %+v", s)
+	if s := m.Stats(); s.ConsecutiveFailures != failures || s.PendingBatches != 20 {
+		t.Fatalf("stats with %s: %+v", o.what, s)
 	}
-	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 10)}) {
-		t.Fatalf("while read-only the table holds %v", got)
+	// Where the table can be read meanwhile, it holds what it held.
+	if all, err := e.table.Coverage(ctx, iceberg.Filter{}); err == nil && !slices.Equal(all[d].Ranges(), []coverage.Range{rg(1, 10)}) {
+		t.Fatalf("with %s the table holds %v", o.what, all[d])
 	}
-	e.cat.through.Store(nil)
-	if _, err := e.table.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	o.end(t)
 	if err := m.Sync(ctx); err != nil {
-		t.Fatal(err)
+		t.Fatalf("sync once %s is over: %v", o.what, err)
 	}
 	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
-		t.Fatalf("after the catalog is writable again the table holds %v", got)
+		t.Fatalf("once %s is over the table holds %v", o.what, got)
 	}
 	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
 		t.Fatalf("stats after recovery: %+v", s)

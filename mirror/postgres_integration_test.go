@@ -10,13 +10,10 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/covmirror/covmirror/coverage"
 )
 
 // TestTwoProcessesCheckpointConcurrentlyPostgres runs the two-owner test
@@ -49,39 +46,7 @@ func TestPostgresStoppedPostgres(t *testing.T) {
 		"warehouse": "file://" + t.TempDir(), "init_catalog_tables": "true"}
 	e := newEnvWith(t, props, "covmirror")
 	e.shortCommitTimeout(t)
-	m := e.owner(t, "", "pod-a")
-	defer m.Close()
-	d := coverage.Destination{Sink: "lake", Topic: "orders"}
-	record(t, m, d, 1, 10)
-	if err := m.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	pg.stop(t)
-	record(t, m, d, 10, 20)
-	err := m.Sync(ctx)
-	if err == nil || !strings.Contains(err.Error(), "covmirror.coverage") {
-		t.Fatalf("sync with PostgreSQL stopped: %v", err)
-	}
-	t.Logf("what the operator sees: %v", err)
-	record(t, m, d, 30, 40)
-	if err := m.Sync(ctx); err == nil {
-		t.Fatal("second sync with PostgreSQL stopped succeeded")
-	}
-	if s := m.Stats(); s.ConsecutiveFailures != 2 || s.PendingBatches != 20 {
-		t.Fatalf("stats while stopped: %+v", s)
-	}
-
-	pg.start(t)
-	if err := m.Sync(ctx); err != nil {
-		t.Fatalf("sync after PostgreSQL is back: %v", err)
-	}
-	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
-		t.Fatalf("after PostgreSQL is back the table holds %v", got)
-	}
-	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
-		t.Fatalf("stats after recovery: %+v", s)
-	}
+	outageScenario(t, e, outage{what: "PostgreSQL stopped", begin: pg.stop, end: pg.start, wantErr: "connection refused"})
 }
 
 // privatePostgres is a PostgreSQL cluster of the test's own.
