@@ -126,7 +126,9 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 				for _, r := range dr.Ranges {
 					_ = st.inFlight.Add(r)
 				}
-				st.pending = coverage.Gaps(&st.pending, &st.inFlight)
+				pending := st.pending.set()
+				pending = coverage.Gaps(&pending, &st.inFlight)
+				st.pending.reset(&pending)
 			}
 			return cloneCheckpoint(c.inFlight), nil
 		}
@@ -137,7 +139,8 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if err := s.flushLocked(); err != nil {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
 	}
-	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked()}
+	sets := map[coverage.Destination]coverage.RangeSet{}
+	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
 	if len(cp.Ranges) == 0 {
 		return nil, nil
 	}
@@ -155,22 +158,24 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	c.nextID = cp.ID + 1
 	c.inFlight, c.handed = cp, true
-	for _, st := range s.dests {
+	for d, st := range s.dests {
 		st.recordedSinceBegin = time.Time{}
-		if !st.pending.IsEmpty() {
-			st.inFlight, st.pending = st.pending, coverage.RangeSet{}
+		if !st.pending.isEmpty() {
+			st.inFlight, st.pending = sets[d], pendingLog{}
 		}
 	}
 	return cloneCheckpoint(cp), nil
 }
 
 // pendingLocked is, per destination, what is covered and neither
-// checkpointed nor in flight.
-func (s *Store) pendingLocked() []coverage.DestinationRanges {
+// checkpointed nor in flight; each destination's set goes into sets too.
+func (s *Store) pendingLocked(sets map[coverage.Destination]coverage.RangeSet) []coverage.DestinationRanges {
 	var out []coverage.DestinationRanges
 	for _, d := range s.sortedDestinationsLocked() {
-		if st := s.dests[d]; !st.pending.IsEmpty() {
-			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: st.pending.Ranges()})
+		if st := s.dests[d]; !st.pending.isEmpty() {
+			set := st.pending.set()
+			sets[d] = set
+			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
 		}
 	}
 	return out
@@ -225,7 +230,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		}
 		marked[d] = set
 		since[d] = st.pendingSince
-		if st.pending.IsEmpty() {
+		if st.pending.isEmpty() {
 			since[d] = time.Time{}
 			_ = b.Delete(destinationPrefix(nil, kindPendingSince, d), nil)
 		} else if !inFlight.Resumed && !st.recordedSinceBegin.IsZero() {
@@ -267,7 +272,7 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	}
 	for _, st := range s.dests {
 		if !st.inFlight.IsEmpty() {
-			st.pending.Union(&st.inFlight)
+			st.pending.addSet(&st.inFlight)
 			st.inFlight = coverage.RangeSet{}
 		}
 	}

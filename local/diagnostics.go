@@ -74,8 +74,7 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 				dd.Gaps, dd.GapBatches = gaps.Ranges(), gaps.Batches()
 			}
 		}
-		var pending coverage.RangeSet // a Clone would write to st under a read lock
-		pending.Union(&st.pending)
+		pending := st.pending.set()
 		pending.Union(&st.inFlight)
 		dd.Pending, dd.PendingBatches = pending.Ranges(), pending.Batches()
 		if !pending.IsEmpty() && !st.pendingSince.IsZero() {
@@ -98,7 +97,7 @@ func (s *Store) PendingBatches() uint64 {
 	defer s.mu.RUnlock()
 	var n uint64
 	for _, st := range s.dests {
-		n += st.pending.Batches() + st.inFlight.Batches()
+		n += st.pending.batches + st.inFlight.Batches()
 	}
 	return n
 }

@@ -45,7 +45,8 @@ func (s *Store) load() error {
 		}
 	}
 	for _, st := range s.dests {
-		st.pending = coverage.Gaps(&st.covered, &st.checkpointed)
+		pending := coverage.Gaps(&st.covered, &st.checkpointed)
+		st.pending.reset(&pending)
 	}
 	return s.loadCheckpointMeta()
 }
@@ -63,12 +64,13 @@ func (s *Store) reloadLocked(d coverage.Destination) error {
 	}
 	if st := s.dests[d]; st != nil {
 		// What the in-flight checkpoint holds stays in flight.
-		st.pending = coverage.Gaps(&st.covered, &st.checkpointed)
+		pending := coverage.Gaps(&st.covered, &st.checkpointed)
 		if old != nil {
 			st.recordedSinceBegin = old.recordedSinceBegin
 			st.inFlight = old.inFlight.Clone()
-			st.pending = coverage.Gaps(&st.pending, &st.inFlight)
+			pending = coverage.Gaps(&pending, &st.inFlight)
 		}
+		st.pending.reset(&pending)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ type destState struct {
 	checkpointed coverage.RangeSet // committed to the durable tier; within covered
 	// pending is covered minus checkpointed minus inFlight, kept up to date
 	// by Record so that a checkpoint never has to compute it.
-	pending coverage.RangeSet
+	pending pendingLog
 	// inFlight is this destination's part of the checkpoint in flight.
 	inFlight coverage.RangeSet
 	// pendingSince is when the oldest record not yet in a committed
@@ -162,7 +162,7 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	}
 	s.freshBuf = m.Fresh(r, s.freshBuf[:0])
 	for _, f := range s.freshBuf {
-		_ = st.pending.Add(f)
+		st.pending.add(f)
 	}
 	now := s.opts.Now()
 	for _, old := range m.Replaced {
