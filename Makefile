@@ -31,7 +31,7 @@ test-integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
-	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 20x ./mirror
+	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 100x ./mirror
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries

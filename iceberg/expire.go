@@ -36,6 +36,9 @@ func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired i
 		if err != nil {
 			return 0, err
 		}
+		if !expirable(tbl, o, time.Now()) {
+			return 0, nil // no commit for nothing: a checkpoint's worth of latency saved
+		}
 		before := len(tbl.Metadata().Snapshots())
 		txn := tbl.NewTransaction()
 		err = txn.ExpireSnapshots(table.WithOlderThan(o.OlderThan), table.WithRetainLast(o.RetainLast))
@@ -51,4 +54,19 @@ func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired i
 			return 0, fmt.Errorf("iceberg: expiring snapshots of %s (attempt %d): %w", t.Name(), attempt, err)
 		}
 	}
+}
+
+// expirable reports whether any snapshot of tbl is older than o.OlderThan
+// and not among the newest o.RetainLast: with more than RetainLast
+// snapshots, the oldest is never among the newest, so it decides.
+func expirable(tbl *table.Table, o ExpireOptions, now time.Time) bool {
+	snaps := tbl.Metadata().Snapshots()
+	if len(snaps) <= o.RetainLast {
+		return false
+	}
+	oldest := snaps[0].TimestampMs
+	for _, s := range snaps[1:] {
+		oldest = min(oldest, s.TimestampMs)
+	}
+	return oldest < now.Add(-o.OlderThan).UnixMilli()
 }
