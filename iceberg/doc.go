@@ -32,4 +32,9 @@
 // are written once and the commit is retried on a freshly loaded table until
 // it lands or Options.CommitTimeout passes; a commit that failed without
 // proving it did not land is first looked for by its checkpoint name.
+//
+// TableSink extends the invariant to a sink that is itself an Iceberg table
+// in a catalog with multi-table transactions: its rows and their coverage
+// rows are committed together, so coverage can never lead the sink, not
+// even by the window between a sink's ack and the record.
 package iceberg
