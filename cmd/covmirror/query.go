@@ -30,8 +30,8 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return parse(fs, args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if name == "" && fs.NArg() == 1 {
 		name = fs.Arg(0)

@@ -157,14 +157,22 @@ func subFlags(g *globals, name, args string) *flag.FlagSet {
 
 // parse parses a subcommand's flags, mapping errors to exit statuses.
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())}
+	}
+	return nil
+}
+
+// parseFlags is parse for a subcommand that takes arguments besides flags.
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
 		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())}
 	}
 	return nil
 }
