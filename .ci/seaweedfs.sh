@@ -10,7 +10,7 @@
 set -euo pipefail
 
 version=v0.0.0-20261109003541-7506e5f91cd6 # SeaweedFS 4.53
-cache=${COVMIRROR_CACHE:-$HOME/.cache/covmirror}/weed-$version
+cache=${COVMIRROR_CACHE:-${HOME:-/tmp}/.cache/covmirror}/weed-$version
 bin=$cache/weed
 if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
   echo "$bin"

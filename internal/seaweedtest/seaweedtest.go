@@ -48,7 +48,10 @@ func Binary(t testing.TB) string {
 	}
 	cache := os.Getenv("COVMIRROR_CACHE")
 	if cache == "" {
-		home, _ := os.UserHomeDir()
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "/tmp" // as .ci/seaweedfs.sh does without HOME
+		}
 		cache = filepath.Join(home, ".cache", "covmirror")
 	}
 	bin := filepath.Join(cache, "weed-"+Version, "weed")
