@@ -19,7 +19,11 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-modfile=$(go mod download -json "github.com/seaweedfs/seaweedfs@$version" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+if ! info=$(go mod download -json "github.com/seaweedfs/seaweedfs@$version" 2>&1); then
+  echo "could not download github.com/seaweedfs/seaweedfs@$version: $info" >&2
+  exit 1
+fi
+modfile=$(printf '%s\n' "$info" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
 [ -f "$modfile" ] || { echo "could not download github.com/seaweedfs/seaweedfs@$version" >&2; exit 1; }
 {
   sed 's|^module .*|module covmirror-weed-build|' "$modfile"
