@@ -51,24 +51,20 @@ clipped AS (
       ON m.sink = w.sink AND m.topic = w.topic AND m."partition" = w."partition"
      AND m.range_start < w.ref_end AND m.range_end > w.ref_start
 ),
+ends AS (
+    SELECT sink, topic, "partition", ref_start, ref_end, cov_start, cov_end FROM clipped
+    UNION ALL
+    -- a sentinel at the end of each reference range: the hole before it is
+    -- the trailing gap, or the whole range where nothing covers it
+    SELECT sink, topic, "partition", ref_start, ref_end, ref_end, ref_end FROM wanted
+),
 holes AS (
-    -- before each covered stretch: from the previous one's end, or the start
+    -- before each covered stretch and before the sentinel: from the end of
+    -- the stretch before, or from the start of the reference range
     SELECT sink, topic, "partition",
            coalesce(lag(cov_end) OVER (PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start), ref_start) AS gap_start,
            cov_start AS gap_end
-    FROM clipped
-    UNION ALL
-    -- after the last covered stretch
-    SELECT sink, topic, "partition", max(cov_end), max(ref_end)
-    FROM clipped
-    GROUP BY sink, topic, "partition", ref_start
-    UNION ALL
-    -- nothing of the reference range covered
-    SELECT w.sink, w.topic, w."partition", w.ref_start, w.ref_end
-    FROM wanted w
-    WHERE NOT EXISTS (
-        SELECT 1 FROM clipped c
-        WHERE c.sink = w.sink AND c.topic = w.topic AND c."partition" = w."partition" AND c.ref_start = w.ref_start)
+    FROM ends
 )
 SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end"
 FROM holes
