@@ -19,6 +19,7 @@ const (
 	propsEnv    = "COVMIRROR_COMPACTION_PROPS"
 	logEnv      = "COVMIRROR_COMPACTION_LOG"
 	durationEnv = "COVMIRROR_COMPACTION_DURATION"
+	nsEnv       = "COVMIRROR_COMPACTION_NAMESPACE" // empty: the default
 )
 
 func TestMain(m *testing.M) {
@@ -37,7 +38,11 @@ func child(role string) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{CommitTimeout: 5 * time.Minute})
+	opts := iceberg.Options{CommitTimeout: 5 * time.Minute}
+	if ns := os.Getenv(nsEnv); ns != "" {
+		opts.Namespace = []string{ns}
+	}
+	tbl, err := iceberg.Open(ctx, cat, opts)
 	if err != nil {
 		return err
 	}
@@ -84,10 +89,13 @@ func child(role string) error {
 	return fmt.Errorf("unknown role %q", role)
 }
 
-func startChild(t *testing.T, role string, props map[string]string, logPath string, d time.Duration) *childproc.Child {
+// startChild starts a child on the table tbl names in the catalog props
+// opens.
+func startChild(t *testing.T, role string, props map[string]string, tbl *iceberg.Table, logPath string, d time.Duration) *childproc.Child {
 	t.Helper()
 	propsJSON, _ := json.Marshal(props)
-	return childproc.Start(t, role, propsEnv+"="+string(propsJSON), logEnv+"="+logPath, durationEnv+"="+d.String())
+	return childproc.Start(t, role, propsEnv+"="+string(propsJSON), logEnv+"="+logPath, durationEnv+"="+d.String(),
+		nsEnv+"="+tbl.Identifier()[0])
 }
 
 // TestCheckpointsWhileCompacting: one process checkpoints continuously while
@@ -105,8 +113,8 @@ func TestCheckpointsWhileCompacting(t *testing.T) {
 
 func checkpointsWhileCompacting(t *testing.T, props map[string]string, tbl *iceberg.Table, d time.Duration) {
 	logPath := t.TempDir() + "/committed"
-	ckpt := startChild(t, "checkpointer", props, logPath, d)
-	comp := startChild(t, "compactor", props, "", d)
+	ckpt := startChild(t, "checkpointer", props, tbl, logPath, d)
+	comp := startChild(t, "compactor", props, tbl, "", d)
 	ckpt.Wait(t, "checkpointer")
 	comp.Wait(t, "compactor")
 	data, err := os.ReadFile(logPath)
@@ -155,7 +163,7 @@ func compactionKilledAtRandom(t *testing.T, props map[string]string, tbl *iceber
 			randomCheckpoints(t, tbl, r, 10) // fresh small files to compact
 			before = coverageOf(t, tbl)
 		}
-		startChild(t, "compactor", props, "", 0).KillAfter(t, time.Duration(50+r.IntN(400))*time.Millisecond, fmt.Sprintf("kill %d", kill))
+		startChild(t, "compactor", props, tbl, "", 0).KillAfter(t, time.Duration(50+r.IntN(400))*time.Millisecond, fmt.Sprintf("kill %d", kill))
 		sameCoverage(t, fmt.Sprintf("after kill %d", kill), coverageOf(t, tbl), before)
 	}
 	if _, err := Compact(ctx, tbl, Options{}); err != nil {

@@ -3,12 +3,11 @@
 package compaction
 
 import (
-	"crypto/rand"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
 
@@ -30,13 +29,11 @@ func restTable(t *testing.T, server *seaweedtest.Server, ns string) (map[string]
 func TestCompactionIsSetEqualAndFewerFilesSeaweedFS(t *testing.T) {
 	server := seaweedtest.Start(t)
 	compactionIsSetEqual(t, func(t *testing.T) *iceberg.Table {
-		_, tbl := restTable(t, server, "covmirror_it_"+strings.ToLower(rand.Text()[:10]))
+		_, tbl := restTable(t, server, catalogtest.Namespace())
 		return tbl
 	})
 }
 
-// The child processes open the default namespace: each test has a server
-// of its own.
 func TestCheckpointsWhileCompactingSeaweedFS(t *testing.T) {
 	props, tbl := restTable(t, seaweedtest.Start(t), "covmirror")
 	checkpointsWhileCompacting(t, props, tbl, 20*time.Second)

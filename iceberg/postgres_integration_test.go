@@ -4,35 +4,12 @@ package iceberg
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 )
-
-// postgresURL is the PostgreSQL the integration tests use; CI starts it.
-func postgresURL() string {
-	if u := os.Getenv("COVMIRROR_TEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// PostgresProps are SQL-catalog properties on the test PostgreSQL with a
-// fresh local warehouse.
-func postgresProps(t testing.TB) map[string]string {
-	return map[string]string{
-		"type":                "sql",
-		"uri":                 postgresURL(),
-		"sql.driver":          "pgx",
-		"sql.dialect":         "postgres",
-		"warehouse":           "file://" + t.TempDir(),
-		"init_catalog_tables": "true",
-	}
-}
 
 // openPostgres opens a coverage table in its own namespace on PostgreSQL
 // and drops it when the test ends. A PostgreSQL that cannot be reached
@@ -40,14 +17,14 @@ func postgresProps(t testing.TB) map[string]string {
 func openPostgres(t testing.TB) *Table {
 	t.Helper()
 	ctx := context.Background()
-	cat, err := OpenCatalog(ctx, "", postgresProps(t))
+	cat, err := OpenCatalog(ctx, "", catalogtest.PostgresProps(t))
 	if err != nil {
-		t.Fatalf("PostgreSQL at %s is not reachable (%v): start it (pg_ctlcluster <version> main start, or set COVMIRROR_TEST_POSTGRES_URL)", postgresURL(), err)
+		t.Fatal(catalogtest.Unreachable(err))
 	}
-	ns := "covmirror_it_" + strings.ToLower(rand.Text()[:10])
+	ns := catalogtest.Namespace()
 	tbl, err := Open(ctx, cat, Options{Namespace: []string{ns}})
 	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v (start it with pg_ctlcluster, or set COVMIRROR_TEST_POSTGRES_URL)", postgresURL(), err)
+		t.Fatal(catalogtest.Unreachable(err))
 	}
 	t.Cleanup(func() {
 		_ = cat.DropTable(ctx, tbl.Identifier())

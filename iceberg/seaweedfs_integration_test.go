@@ -4,12 +4,11 @@ package iceberg
 
 import (
 	"context"
-	"crypto/rand"
-	"strings"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
 
@@ -22,8 +21,7 @@ func openREST(t testing.TB, server *seaweedtest.Server) *Table {
 	if err != nil {
 		t.Fatalf("%s: %v", server, err)
 	}
-	ns := "covmirror_it_" + strings.ToLower(rand.Text()[:10])
-	tbl, err := Open(ctx, cat, Options{Namespace: []string{ns}})
+	tbl, err := Open(ctx, cat, Options{Namespace: []string{catalogtest.Namespace()}})
 	if err != nil {
 		t.Fatalf("%s: %v", server, err)
 	}

@@ -3,7 +3,6 @@
 package mirror
 
 import (
-	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -14,25 +13,30 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/covmirror/covmirror/internal/catalogtest"
 )
 
-// TestTwoProcessesCheckpointConcurrentlyPostgres runs the two-owner test
-// on the SQL catalog on PostgreSQL (127.0.0.1:5432, database test, or
-// COVMIRROR_TEST_POSTGRES_URL).
-func TestTwoProcessesCheckpointConcurrentlyPostgres(t *testing.T) {
-	url := os.Getenv("COVMIRROR_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	props := map[string]string{"type": "sql", "uri": url, "sql.driver": "pgx", "sql.dialect": "postgres",
-		"warehouse": "file://" + t.TempDir(), "init_catalog_tables": "true"}
-	ns := "covmirror_it_" + strings.ToLower(rand.Text()[:10])
-	e := newEnvWith(t, props, ns)
+// postgresEnv is a coverage table in a fresh namespace on the test
+// PostgreSQL (127.0.0.1:5432, database test, or
+// COVMIRROR_TEST_POSTGRES_URL), dropped when the test ends.
+func postgresEnv(t *testing.T) *env {
+	t.Helper()
+	ns := catalogtest.Namespace()
+	e := newEnvWith(t, catalogtest.PostgresProps(t), ns)
 	t.Cleanup(func() {
 		_ = e.cat.DropTable(ctx, e.table.Identifier())
 		_ = e.cat.DropNamespace(ctx, []string{ns})
 	})
-	twoProcesses(t, e)
+	return e
+}
+
+func TestTwoProcessesCheckpointConcurrentlyPostgres(t *testing.T) {
+	twoProcesses(t, postgresEnv(t))
+}
+
+func TestCrashDuringCheckpointsPostgres(t *testing.T) {
+	crashDuringCheckpoints(t, postgresEnv(t), 10)
 }
 
 // TestPostgresStoppedPostgres stops a real PostgreSQL under a running owner:

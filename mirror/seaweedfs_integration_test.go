@@ -3,7 +3,6 @@
 package mirror
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
@@ -19,7 +19,7 @@ import (
 // catalog (lowercase names, as its table buckets want).
 func restEnv(t *testing.T, server *seaweedtest.Server) *env {
 	t.Helper()
-	return newEnvWith(t, server.Props(), "covmirror_it_"+strings.ToLower(rand.Text()[:10]))
+	return newEnvWith(t, server.Props(), catalogtest.Namespace())
 }
 
 func TestTwoProcessesCheckpointConcurrentlySeaweedFS(t *testing.T) {

@@ -3,12 +3,12 @@
 package queries
 
 import (
-	crand "crypto/rand"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
 
@@ -22,7 +22,7 @@ func TestQueriesAgreeWithTheCoveragePackageSeaweedFS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", server, err)
 		}
-		tbl, err := iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{"covmirror_it_" + strings.ToLower(crand.Text()[:10])}})
+		tbl, err := iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{catalogtest.Namespace()}})
 		if err != nil {
 			t.Fatalf("%s: %v", server, err)
 		}
