@@ -12,8 +12,12 @@
 // Binding: when the warehouse is a local path, the snapshot's data files,
 // resolved with iceberg-go, are handed to read_parquet; otherwise (an object
 // store, which DuckDB's httpfs cannot reach offline) iceberg-go scans the
-// table and the rows are appended into a DuckDB table. Neither applies
-// delete files, so a snapshot that has them is refused (ErrDeleteFiles).
+// table and the rows are appended into a DuckDB table with DuckDB's
+// Appender. The Appender rather than a registered Arrow stream: duckdb-go's
+// Arrow interface needs the duckdb_arrow build tag in every build of the
+// module, and a registered stream can be read once, while one table serves
+// any number of queries. Neither binding applies delete files, so a
+// snapshot that has them is refused (iceberg.ErrDeleteFiles).
 //
 // The invariant it owns: rows are a log of possibly overlapping and
 // duplicated ranges, and every query merges them before computing gaps, so
