@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,14 +77,26 @@ type Server struct {
 // inherit them. It is stopped when the test ends.
 func Start(t *testing.T) *Server {
 	t.Helper()
-	s := &Server{bin: Binary(t), dir: t.TempDir(), ports: freePorts(t)}
+	s := &Server{bin: Binary(t), dir: t.TempDir()}
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
 	t.Setenv("AWS_REGION", region)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	s.start(t)
 	t.Cleanup(s.stop)
-	return s
+	// A port found free can be taken before SeaweedFS binds it (another
+	// test package's server, an outbound connection): then try others.
+	for attempt := 1; ; attempt++ {
+		s.ports = freePorts(t)
+		err := s.start()
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("SeaweedFS lost a port race (attempt %d); trying other ports", attempt)
+		s.log.Reset()
+	}
 }
 
 // Props are iceberg-go catalog properties for the server's REST catalog
@@ -121,11 +134,12 @@ func (s *Server) Kill(t testing.TB) {
 func (s *Server) Restart(t *testing.T) {
 	t.Helper()
 	s.Kill(t)
-	s.start(t)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func (s *Server) start(t testing.TB) {
-	t.Helper()
+func (s *Server) start() error {
 	p := s.ports
 	args := []string{"mini", "-dir=" + s.dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.telemetry=false", "-webdav=false", "-admin.ui=false", "-admin.port.legacy=0", "-s3.port.lance=0",
@@ -137,7 +151,8 @@ func (s *Server) start(t testing.TB) {
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
 	s.cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+accessKey, "AWS_SECRET_ACCESS_KEY="+secretKey)
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting SeaweedFS: %v", err)
+		s.cmd = nil
+		return fmt.Errorf("starting SeaweedFS: %w", err)
 	}
 	s.done = make(chan struct{})
 	cmd, done := s.cmd, s.done
@@ -147,15 +162,16 @@ func (s *Server) start(t testing.TB) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			t.Fatalf("SeaweedFS exited while starting:\n%s", s.log.String())
+			s.cmd = nil
+			return fmt.Errorf("SeaweedFS exited while starting:\n%s", s.log.String())
 		default:
 		}
 		if err = s.ready(); err == nil {
-			return
+			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("SeaweedFS did not become ready in 90 s: %v\n%s", err, s.log.String())
+	return fmt.Errorf("SeaweedFS did not become ready in 90 s: %w\n%s", err, s.log.String())
 }
 
 // ready: the catalog lists namespaces and the S3 gateway takes a PUT.
@@ -208,12 +224,13 @@ func (s *Server) stop() {
 	s.cmd = nil
 }
 
-// freePorts picks six consecutive ports below 55536 that are free, as are
-// the gRPC ports SeaweedFS derives from them (port + 10000).
+// freePorts picks six consecutive free ports whose gRPC ports (port +
+// 10000, as SeaweedFS derives them) are free too, all below Linux's
+// ephemeral range (from 32768), where outbound connections could take them.
 func freePorts(t testing.TB) [6]int {
 	t.Helper()
 	for range 100 {
-		base := 20000 + rand.IntN(25000)
+		base := 12000 + rand.IntN(10700)
 		var ports [6]int
 		ok := true
 		for i := range ports {
