@@ -67,7 +67,6 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 // appendRows is Append for any rows: build lays them out in the table's
 // arrow schema; name and writer go to the snapshot summary.
 func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLanded bool, build func(*arrow.Schema) (arrow.RecordBatch, error)) error {
-	deadline := time.Now().Add(t.opts.CommitTimeout)
 	var tbl *table.Table
 	var err error
 	if mayHaveLanded {
@@ -85,52 +84,31 @@ func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLand
 		return err
 	}
 	props := ice.Properties{SummaryWriter: writer, SummaryCheckpoint: name}
-	for attempt := 1; ; attempt++ {
-		txn := tbl.NewTransaction()
-		// The files are new, named by iceberg-go's writer: skip scanning
-		// every manifest for them, which costs O(table) per commit.
-		err = txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
-		var next *table.Table
-		if err == nil {
-			next, err = txn.Commit(ctx)
-		}
-		if err == nil {
-			t.remember(next)
-			return nil
-		}
-		conflict := isConflict(err)
-		if ctx.Err() != nil {
-			return fmt.Errorf("iceberg: commit %s on %s: %w", name, t.Name(), ctx.Err())
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: commit %s on %s after %d attempts: %w", ErrCommitTimeout, name, t.Name(), attempt, err)
-		}
-		t.opts.Logger.Debug("commit retry", "table", t.Name(), "commit", name, "attempt", attempt, "conflict", conflict, "err", err)
-		if !conflict {
-			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+	return t.run(ctx, commitLoop{
+		what:    fmt.Sprintf("commit %s on %s", name, t.Name()),
+		timeout: t.opts.CommitTimeout,
+		commit: func() error {
+			txn := tbl.NewTransaction()
+			// The files are new, named by iceberg-go's writer: skip scanning
+			// every manifest for them, which costs O(table) per commit.
+			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
-		}
-		fresh, err := t.Load(ctx)
-		if err != nil {
-			if ctx.Err() != nil || time.Now().After(deadline) {
-				return err
+			next, err := txn.Commit(ctx)
+			if err == nil {
+				t.remember(next)
 			}
-			// The catalog is unreachable: try again from the metadata in
-			// hand (a commit on stale metadata only conflicts), after the
-			// pause a conflict skipped above.
-			if conflict {
-				if err := sleep(ctx, commitBackoff(attempt)); err != nil {
-					return err
-				}
+			return err
+		},
+		reload: func() (bool, error) {
+			fresh, err := t.Load(ctx)
+			if err != nil {
+				return false, err
 			}
-			continue
-		}
-		tbl = fresh
-		if !conflict && landed(tbl, name) {
-			return nil // the failed-looking commit had landed
-		}
-	}
+			tbl = fresh
+			return landed(tbl, name), nil
+		},
+	})
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -35,38 +35,36 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 		return nil, err
 	}
 	props := ice.Properties{SummaryWriter: c.Writer, SummaryCheckpoint: c.Name}
-	deadline := time.Now().Add(t.opts.CommitTimeout)
 	tbl := base
-	for attempt := 1; ; attempt++ {
-		txn := tbl.NewTransaction()
-		err = txn.ReplaceDataFilesWithDataFiles(ctx, replaced, files, props)
-		if err != nil && strings.Contains(err.Error(), "do not belong to the table") {
-			return nil, fmt.Errorf("%w: %s: %w", ErrInputsGone, t.Name(), err)
-		}
-		var next *table.Table
-		if err == nil {
-			next, err = txn.Commit(ctx)
-		}
-		if err == nil {
-			t.remember(next)
-			return files, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: rewrite %s of %s after %d attempts: %w", ErrCommitTimeout, c.Name, t.Name(), attempt, err)
-		}
-		if !isConflict(err) {
-			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
-				return nil, err
+	err = t.run(ctx, commitLoop{
+		what:    fmt.Sprintf("rewrite %s of %s", c.Name, t.Name()),
+		timeout: t.opts.CommitTimeout,
+		commit: func() error {
+			txn := tbl.NewTransaction()
+			if err := txn.ReplaceDataFilesWithDataFiles(ctx, replaced, files, props); err != nil {
+				if strings.Contains(err.Error(), "do not belong to the table") {
+					return fmt.Errorf("%w: %s: %w", ErrInputsGone, t.Name(), err)
+				}
+				return err
 			}
-		}
-		if tbl, err = t.Load(ctx); err != nil {
-			return nil, err
-		}
-		if landed(tbl, c.Name) {
-			return files, nil
-		}
+			next, err := txn.Commit(ctx)
+			if err == nil {
+				t.remember(next)
+			}
+			return err
+		},
+		reload: func() (bool, error) {
+			fresh, err := t.Load(ctx)
+			if err != nil {
+				return false, err
+			}
+			tbl = fresh
+			return landed(tbl, c.Name), nil
+		},
+		final: func(err error) bool { return errors.Is(err, ErrInputsGone) },
+	})
+	if err != nil {
+		return nil, err
 	}
+	return files, nil
 }

@@ -78,9 +78,9 @@ func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destinati
 // commit retried on fresh metadata, and a retry first looks for name.
 func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.RecordBatch) error {
 	sinkName := strings.Join(s.Sink, ".")
-	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	sink, err := s.loadSink(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, sinkName, err)
+		return err
 	}
 	if landed(sink, name) {
 		return nil
@@ -90,35 +90,26 @@ func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.Reco
 		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, sinkName, err)
 	}
 	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
-	deadline := time.Now().Add(s.Coverage.opts.CommitTimeout)
-	for attempt := 1; ; attempt++ {
-		txn := sink.NewTransaction()
-		err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
-		if err == nil {
-			_, err = txn.Commit(ctx)
-		}
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s on sink table %s after %d attempts: %w", ErrCommitTimeout, name, sinkName, attempt, err)
-		}
-		conflict := isConflict(err)
-		if !conflict {
-			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+	return s.Coverage.run(ctx, commitLoop{
+		what:    fmt.Sprintf("commit %s on sink table %s", name, sinkName),
+		timeout: s.Coverage.opts.CommitTimeout,
+		commit: func() error {
+			txn := sink.NewTransaction()
+			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
-		}
-		if fresh, err := s.Coverage.cat.LoadTable(ctx, s.Sink); err == nil {
-			if !conflict && landed(fresh, name) {
-				return nil
+			_, err := txn.Commit(ctx)
+			return err
+		},
+		reload: func() (bool, error) {
+			fresh, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+			if err != nil {
+				return false, err
 			}
 			sink = fresh
-		}
-	}
+			return landed(sink, name), nil
+		},
+	})
 }
 
 // commitTogether writes both tables' data files once, then commits them in
@@ -133,9 +124,9 @@ func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, r
 	if landed(cov, name) {
 		return nil
 	}
-	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	sink, err := s.loadSink(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, strings.Join(s.Sink, "."), err)
+		return err
 	}
 	covFiles, err := s.Coverage.writeFiles(ctx, cov, name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
@@ -148,44 +139,32 @@ func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, r
 		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, strings.Join(s.Sink, "."), err)
 	}
 	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
-	deadline := time.Now().Add(s.Coverage.opts.CommitTimeout)
-	for attempt := 1; ; attempt++ {
-		err := commitBoth(ctx, s.Coverage.cat, sink, sinkFiles, cov, covFiles, props)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s on %s and %s after %d attempts: %w", ErrCommitTimeout, name, strings.Join(s.Sink, "."), s.Coverage.Name(), attempt, err)
-		}
-		conflict := isConflict(err)
-		if !conflict {
-			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
-				return err
+	return s.Coverage.run(ctx, commitLoop{
+		what:    fmt.Sprintf("commit %s on %s and %s", name, strings.Join(s.Sink, "."), s.Coverage.Name()),
+		timeout: s.Coverage.opts.CommitTimeout,
+		commit:  func() error { return commitBoth(ctx, s.Coverage.cat, sink, sinkFiles, cov, covFiles, props) },
+		reload: func() (bool, error) {
+			freshCov, err := s.Coverage.Load(ctx)
+			if err != nil {
+				return false, err
 			}
-		}
-		fresh, err := s.Coverage.Load(ctx)
-		var freshSink *table.Table
-		if err == nil {
-			if !conflict && landed(fresh, name) {
-				return nil // the failed-looking commit had landed, both tables
+			freshSink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+			if err != nil {
+				return false, err
 			}
-			freshSink, err = s.Coverage.cat.LoadTable(ctx, s.Sink)
-		}
-		if err != nil {
-			// Unreachable: retry from the metadata in hand after a pause
-			// (a conflict skipped the one above).
-			if conflict {
-				if err := sleep(ctx, commitBackoff(attempt)); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		cov, sink = fresh, freshSink
+			cov, sink = freshCov, freshSink
+			// Both tables or neither: the coverage table speaks for both.
+			return landed(cov, name), nil
+		},
+	})
+}
+
+func (s *TableSink) loadSink(ctx context.Context) (*table.Table, error) {
+	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, strings.Join(s.Sink, "."), err)
 	}
+	return sink, nil
 }
 
 // commitBoth stages the files of each table in its own transaction and
