@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -17,6 +18,25 @@ type gapRow struct {
 	Partition int32  `json:"partition"`
 	Start     uint64 `json:"start"`
 	End       uint64 `json:"end"`
+}
+
+// taskRows are tasks in the contract's JSON shape.
+func taskRows(tasks []mirror.Task) []gapRow {
+	rows := make([]gapRow, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
+	}
+	return rows
+}
+
+// committedGaps is the recovery plan with tasks as large as the gaps: the
+// gaps the planner replays and the gaps query prints.
+func committedGaps(ctx context.Context, table *iceberg.Table, reference string) ([]gapRow, error) {
+	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64})
+	if err != nil {
+		return nil, err
+	}
+	return taskRows(tasks), nil
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
@@ -31,16 +51,14 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The recovery plan with tasks as large as the gaps: the same gaps the
-	// planner replays and the gaps query prints.
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: *reference, MaxBatches: math.MaxUint64})
+	all, err := committedGaps(ctx, table, *reference)
 	if err != nil {
 		return err
 	}
 	rows := []gapRow{}
-	for _, t := range tasks {
-		if *sink == "" || t.Destination.Sink == *sink {
-			rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
+	for _, r := range all {
+		if *sink == "" || r.Sink == *sink {
+			rows = append(rows, r)
 		}
 	}
 	if *asJSON {

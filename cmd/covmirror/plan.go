@@ -28,10 +28,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]gapRow, 0, len(tasks))
-	for _, t := range tasks {
-		rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
-	}
+	rows := taskRows(tasks)
 	if *asJSON {
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}

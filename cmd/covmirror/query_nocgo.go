@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
 )
 
 // runQuery needs DuckDB, which is C++: this binary was built without cgo
@@ -22,13 +21,13 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 // showGaps prints the gaps the planner computes, for the demo, when DuckDB
 // is not built in.
 func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{MaxBatches: math.MaxUint64})
+	gaps, err := committedGaps(ctx, table, coverage.RawSink)
 	if err != nil {
 		return err
 	}
-	rows := make([][]any, 0, len(tasks))
-	for _, t := range tasks {
-		rows = append(rows, []any{t.Destination.Sink, t.Destination.Topic, t.Destination.Partition, int64(t.Range.Start), int64(t.Range.End)})
+	rows := make([][]any, 0, len(gaps))
+	for _, g := range gaps {
+		rows = append(rows, []any{g.Sink, g.Topic, g.Partition, int64(g.Start), int64(g.End)})
 	}
 	fmt.Fprintln(w, "   covmirror gaps (built without cgo, so computed in Go rather than by DuckDB):")
 	return writeIndentedTable(w, []string{"sink", "topic", "partition", "start", "end"}, rows)
