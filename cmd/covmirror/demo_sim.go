@@ -119,10 +119,8 @@ func (p *pipeline) replay(d coverage.Destination, r coverage.Range) error {
 		}
 		return nil
 	}
-	for _, s := range p.sinks {
-		if s.name == d.Sink {
-			return s.write(d, r)
-		}
+	if s := p.store(d.Sink); s != nil {
+		return s.write(d, r)
 	}
 	return fmt.Errorf("unknown sink %q", d.Sink)
 }
