@@ -6,8 +6,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/coverage/coveragetest"
 	"github.com/covmirror/covmirror/internal/catalogtest"
 )
 
@@ -33,25 +31,6 @@ func openPostgres(t testing.TB) *Table {
 	return tbl
 }
 
-func TestConformancePostgres(t *testing.T) {
-	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return NewStore(openPostgres(t), "test") },
-		InOrderRecords: 20,
-		Light:          true,
-	})
-}
+func TestConformancePostgres(t *testing.T) { conformance(t, openPostgres) }
 
-func TestPositionsConformancePostgres(t *testing.T) {
-	coveragetest.RunPositions(t, coveragetest.PositionHarness{
-		Open: func(t *testing.T, sources ...coverage.Source) coverage.PositionStore {
-			tbl := openPostgres(t)
-			p, err := OpenPositions(context.Background(), tbl.Catalog(), tbl.opts, "", "test", sources...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = tbl.Catalog().DropTable(context.Background(), p.Table().Identifier()) })
-			return p
-		},
-		Light: true,
-	})
-}
+func TestPositionsConformancePostgres(t *testing.T) { positionsConformance(t, openPostgres) }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/coverage/coveragetest"
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
@@ -30,24 +28,10 @@ func openREST(t testing.TB, server *seaweedtest.Server) *Table {
 
 func TestConformanceSeaweedFS(t *testing.T) {
 	server := seaweedtest.Start(t)
-	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return NewStore(openREST(t, server), "test") },
-		InOrderRecords: 20,
-		Light:          true,
-	})
+	conformance(t, func(t testing.TB) *Table { return openREST(t, server) })
 }
 
 func TestPositionsConformanceSeaweedFS(t *testing.T) {
 	server := seaweedtest.Start(t)
-	coveragetest.RunPositions(t, coveragetest.PositionHarness{
-		Open: func(t *testing.T, sources ...coverage.Source) coverage.PositionStore {
-			tbl := openREST(t, server)
-			p, err := OpenPositions(context.Background(), tbl.Catalog(), tbl.opts, "", "test", sources...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		Light: true,
-	})
+	positionsConformance(t, func(t testing.TB) *Table { return openREST(t, server) })
 }

@@ -32,22 +32,31 @@ func openWith(t testing.TB, props map[string]string) *Table {
 	return tbl
 }
 
-func TestConformanceEmbedded(t *testing.T) {
+func TestConformanceEmbedded(t *testing.T) { conformance(t, openEmbedded) }
+
+func TestPositionsConformanceEmbedded(t *testing.T) { positionsConformance(t, openEmbedded) }
+
+// conformance runs the shared Store suite on tables open makes, one per
+// scenario; the commits of a real catalog make the heaviest ones light.
+func conformance(t *testing.T, open func(testing.TB) *Table) {
 	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return NewStore(openEmbedded(t), "test") },
+		Open:           func(t *testing.T) coverage.Store { return NewStore(open(t), "test") },
 		InOrderRecords: 20,
 		Light:          true,
 	})
 }
 
-func TestPositionsConformanceEmbedded(t *testing.T) {
+// positionsConformance runs the shared PositionStore suite on a positions
+// table beside each coverage table open makes, dropped when the test ends.
+func positionsConformance(t *testing.T, open func(testing.TB) *Table) {
 	coveragetest.RunPositions(t, coveragetest.PositionHarness{
 		Open: func(t *testing.T, sources ...coverage.Source) coverage.PositionStore {
-			tbl := openEmbedded(t)
+			tbl := open(t)
 			p, err := OpenPositions(context.Background(), tbl.Catalog(), tbl.opts, "", "test", sources...)
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = tbl.Catalog().DropTable(context.Background(), p.Table().Identifier()) })
 			return p
 		},
 		Light: true,
