@@ -36,7 +36,6 @@ type DB struct {
 	conn     *sql.Conn
 	snapshot int64
 	binding  Binding
-	files    int
 }
 
 // Options configures Open. The zero value is the default.
@@ -74,7 +73,7 @@ func OpenSnapshot(ctx context.Context, tbl *table.Table, opts Options) (*DB, err
 		_ = db.Close()
 		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
 	}
-	q := &DB{db: db, conn: conn, files: len(tasks)}
+	q := &DB{db: db, conn: conn}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		q.snapshot = s.SnapshotID
 	}
