@@ -81,15 +81,23 @@ func ownerRanges(w, i int) []coverage.DestinationRanges {
 	return out
 }
 
+// recordRound records owner w's ranges of round i.
+func recordRound(m *Mirror, w, i int) error {
+	for _, dr := range ownerRanges(w, i) {
+		for _, r := range dr.Ranges {
+			if err := m.Record(ctx, dr.Destination, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func concurrentOwner(m *Mirror) error {
 	w, _ := strconv.Atoi(strings.TrimPrefix(os.Getenv(childWriter), "owner-"))
 	for i := range checkpointsPerOwner {
-		for _, dr := range ownerRanges(w, i) {
-			for _, r := range dr.Ranges {
-				if err := m.Record(ctx, dr.Destination, r); err != nil {
-					return err
-				}
-			}
+		if err := recordRound(m, w, i); err != nil {
+			return err
 		}
 		if err := m.Sync(ctx); err != nil {
 			return fmt.Errorf("checkpoint %d: %w", i, err)
@@ -106,12 +114,8 @@ func persistentOwner(m *Mirror) error {
 	failures, longest := 0, time.Duration(0)
 	for i := range checkpointsPerOwner {
 		time.Sleep(20 * time.Millisecond) // paced, so that the outage falls mid-stream
-		for _, dr := range ownerRanges(w, i) {
-			for _, r := range dr.Ranges {
-				if err := m.Record(ctx, dr.Destination, r); err != nil {
-					return err
-				}
-			}
+		if err := recordRound(m, w, i); err != nil {
+			return err
 		}
 		start := time.Now()
 		if err := m.Sync(ctx); err != nil {
