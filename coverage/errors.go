@@ -2,6 +2,7 @@ package coverage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -87,14 +88,24 @@ func NewError(op string, d Destination, r Range, err error) error {
 	return &Error{Op: op, Destination: d, Range: r, Err: err}
 }
 
+// MaxBatchEnd is the largest range end a Store accepts. Every durable tier
+// keeps batch ids in signed 64-bit columns (Iceberg long, PostgreSQL int8),
+// so a range ending past it could be recorded locally but never
+// checkpointed; it is refused at the door instead, by every backend alike.
+const MaxBatchEnd = 1<<63 - 1
+
 // ValidateRecord checks what Store.Record is given, as every backend must
-// before it changes anything.
+// before it changes anything: a valid destination and a valid range ending
+// at most at MaxBatchEnd.
 func ValidateRecord(d Destination, r Range) error {
 	if err := d.Validate(); err != nil {
 		return NewError("record", d, r, err)
 	}
 	if err := r.Validate(); err != nil {
 		return NewError("record", d, r, err)
+	}
+	if r.End > MaxBatchEnd {
+		return NewError("record", d, r, fmt.Errorf("%w: batch ids past %d do not fit the durable tier's signed 64-bit columns", ErrInvalidRange, uint64(MaxBatchEnd)))
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func (c *Commit) Validate() error {
 	}
 	for _, dr := range c.Ranges {
 		for _, r := range dr.Ranges {
-			if err := CheckRecord(dr.Destination, r); err != nil {
+			if err := coverage.ValidateRecord(dr.Destination, r); err != nil {
 				return err
 			}
 		}

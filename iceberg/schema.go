@@ -25,22 +25,9 @@ const (
 	ColRecordedAt   = "recorded_at"   // timestamptz, required: when the checkpoint was committed
 )
 
-// MaxBatchEnd is the largest range end the durable table can store.
-const MaxBatchEnd = 1<<63 - 1
-
-// CheckRecord is coverage.ValidateRecord plus the table's own limit: a range
-// ending past MaxBatchEnd is refused before it reaches the local tier, where
-// it could never be checkpointed.
-func CheckRecord(d coverage.Destination, r coverage.Range) error {
-	if err := coverage.ValidateRecord(d, r); err != nil {
-		return err
-	}
-	if r.End > MaxBatchEnd {
-		return coverage.NewError("record", d, r,
-			fmt.Errorf("%w: batch ids past %d do not fit the coverage table's long columns", coverage.ErrInvalidRange, uint64(MaxBatchEnd)))
-	}
-	return nil
-}
+// MaxBatchEnd is the largest range end the durable table can store: the
+// model's own limit, coverage.MaxBatchEnd, which every Store enforces.
+const MaxBatchEnd = coverage.MaxBatchEnd
 
 // CoverageSchema is the coverage table's schema. Its partition spec is
 // identity(sink), so a query for one sink skips the other sinks' files.

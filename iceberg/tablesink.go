@@ -51,7 +51,7 @@ type TableSink struct {
 // commit of unknown outcome it is looked for in the coverage table before
 // anything is committed again, so a retry never lands twice.
 func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destination, r coverage.Range, rows arrow.RecordBatch) error {
-	if err := CheckRecord(d, r); err != nil {
+	if err := coverage.ValidateRecord(d, r); err != nil {
 		return err
 	}
 	if _, ok := s.Coverage.cat.(catalog.TransactionalCatalog); !ok {

@@ -97,7 +97,7 @@ func New(opts Options) (*Mirror, error) {
 // Record records r for d in the local tier. Call it only after the sink's
 // durable acknowledgement; coverage.WriteThenRecord does exactly that.
 func (m *Mirror) Record(ctx context.Context, d coverage.Destination, r coverage.Range) error {
-	if err := iceberg.CheckRecord(d, r); err != nil {
+	if err := coverage.ValidateRecord(d, r); err != nil {
 		return err
 	}
 	if err := m.opts.Local.Record(ctx, d, r); err != nil {

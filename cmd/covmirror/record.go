@@ -30,7 +30,7 @@ func runRecord(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("record: %w", err)}
 	}
-	if err := iceberg.CheckRecord(d, r); err != nil {
+	if err := coverage.ValidateRecord(d, r); err != nil {
 		return usageError{err}
 	}
 	store, err := g.openLocal()

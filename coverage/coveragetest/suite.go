@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -299,6 +300,8 @@ func testBadInput(t *testing.T, h Harness) {
 		{"inverted range", good, coverage.Range{Start: 30, End: 25}, coverage.ErrInvalidRange},
 		{"empty range", good, coverage.Range{Start: 20, End: 20}, coverage.ErrInvalidRange},
 		{"zero range", good, coverage.Range{}, coverage.ErrInvalidRange},
+		{"range past MaxBatchEnd", good, coverage.Range{Start: 1, End: coverage.MaxBatchEnd + 1}, coverage.ErrInvalidRange},
+		{"range at the uint64 limit", good, coverage.Range{Start: coverage.MaxBatchEnd, End: math.MaxUint64}, coverage.ErrInvalidRange},
 		{"empty sink", coverage.Destination{Topic: "orders"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
 		{"empty topic", coverage.Destination{Sink: "sink"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
 		{"negative partition", coverage.Destination{Sink: "sink", Topic: "orders", Partition: -1}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
