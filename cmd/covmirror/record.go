@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
 )
 
 func runRecord(ctx context.Context, g *globals, args []string) error {
