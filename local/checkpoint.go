@@ -97,6 +97,19 @@ func (s *Store) loadCheckpointMeta() error {
 	if err != nil {
 		return corruptError(s.opts.Dir, fmt.Errorf("%s: %w", metaOpenCheckpoint, err))
 	}
+	// A checkpoint begun by an older build may hold batches past
+	// coverage.MaxBatchEnd: the durable tier refuses those, so they go.
+	kept := open.Ranges[:0]
+	for _, dr := range open.Ranges {
+		set, err := coverage.NewRangeSet(dr.Ranges...)
+		if err != nil {
+			return corruptError(s.opts.Dir, fmt.Errorf("%s: %w", metaOpenCheckpoint, err))
+		}
+		if set = s.checkpointable(dr.Destination, set); !set.IsEmpty() {
+			kept = append(kept, coverage.DestinationRanges{Destination: dr.Destination, Ranges: set.Ranges()})
+		}
+	}
+	open.Ranges = kept
 	open.Resumed = true
 	c.inFlight = open
 	return nil
@@ -117,6 +130,9 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if s.closed {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
 	}
+	if err := s.health.failed(); err != nil {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+	}
 	c := &s.ckpt
 	if c.inFlight != nil {
 		if c.inFlight.Resumed && !c.handed {
@@ -135,10 +151,6 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
 			fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
 	}
-	// The checkpoint's ranges must be in Pebble before they can be marked.
-	if err := s.flushLocked(); err != nil {
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
-	}
 	sets := map[coverage.Destination]coverage.RangeSet{}
 	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
 	if len(cp.Ranges) == 0 {
@@ -148,13 +160,15 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: encoding checkpoint %s: %w", cp.Name(), err)
 	}
+	// The checkpoint's ranges are persisted with it: the staged records go
+	// in the same batch.
 	b := s.db.NewBatch()
 	defer b.Close()
+	s.addStagedLocked(b)
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
-	if err := b.Commit(s.writeOpts); err != nil {
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	if err := s.commitLocked(b, s.writeOpts); err != nil {
+		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
 	}
 	c.nextID = cp.ID + 1
 	c.inFlight, c.handed = cp, true
@@ -198,8 +212,11 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		keys += len(dr.Ranges)
 	}
 	// Room for every key up front: growing a batch of 100,000 keys copies it.
-	b := s.db.NewBatchWithSize(64 * (keys + 4))
+	b := s.db.NewBatchWithSize(64 * (keys + len(s.w.ops) + 4))
 	defer b.Close()
+	// Records staged since begin go in first: the marks below decide
+	// pendingSince from the in-memory state, which includes them.
+	s.addStagedLocked(b)
 	marked := make(map[coverage.Destination]coverage.RangeSet, len(inFlight.Ranges))
 	since := make(map[coverage.Destination]time.Time, len(inFlight.Ranges))
 	var replaced []coverage.Range
@@ -243,9 +260,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := b.Commit(s.writeOpts); err != nil {
+	if err := s.commitLocked(b, s.writeOpts); err != nil {
 		return coverage.NewError("commit checkpoint", coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("%w: local store %s: marking %s checkpointed: %w", coverage.ErrUnavailable, s.opts.Dir, inFlight.Name(), err))
+			fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
 	}
 	for d, set := range marked {
 		st := s.dests[d]
@@ -266,9 +283,12 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	if _, err := s.inFlightLocked("abort checkpoint", cp); err != nil {
 		return err
 	}
-	if err := s.db.Delete(metaKey(metaOpenCheckpoint), s.writeOpts); err != nil {
-		return coverage.NewError("abort checkpoint", coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err))
+	b := s.db.NewBatch()
+	defer b.Close()
+	s.addStagedLocked(b)
+	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
+	if err := s.commitLocked(b, s.writeOpts); err != nil {
+		return coverage.NewError("abort checkpoint", coverage.Destination{}, coverage.Range{}, err)
 	}
 	for _, st := range s.dests {
 		if !st.inFlight.IsEmpty() {
@@ -283,6 +303,9 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
 	if s.closed {
 		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+	}
+	if err := s.health.failed(); err != nil {
+		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, err)
 	}
 	in := s.ckpt.inFlight
 	if cp == nil || in == nil || in.ID != cp.ID || in.Store != cp.Store {

@@ -23,7 +23,22 @@ type Diagnostics struct {
 	InFlight         *string                  `json:"checkpoint_in_flight,omitempty"`
 	PendingRanges    int                      `json:"pending_ranges"`
 	PendingBatches   uint64                   `json:"pending_batches"`
-	Destinations     []DestinationDiagnostics `json:"destinations"`
+	// Failed is the store's failure (health.go): once set, every write
+	// returns it and the process must restart to go on. Empty when healthy.
+	Failed string `json:"failed,omitempty"`
+	// UnpersistedKeys counts staged writes not yet in Pebble: records
+	// covered in memory (their sinks acknowledged them) that a crash now
+	// would lose, which costs a replay.
+	UnpersistedKeys int `json:"unpersisted_keys"`
+	// LastWriteError is the last failed Pebble write, while writes fail;
+	// WriteFailures counts the consecutive failures.
+	LastWriteError   string     `json:"last_write_error,omitempty"`
+	LastWriteErrorAt *time.Time `json:"last_write_error_at,omitempty"`
+	WriteFailures    int        `json:"write_failures,omitempty"`
+	// LastBackgroundError is the last error of Pebble's own background work
+	// (a flush or compaction it retries).
+	LastBackgroundError string                   `json:"last_background_error,omitempty"`
+	Destinations        []DestinationDiagnostics `json:"destinations"`
 }
 
 // DestinationDiagnostics is one destination's part of Diagnostics.
@@ -60,6 +75,15 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 		at := s.ckpt.lastAt
 		out.LastCheckpointAt = &at
 	}
+	if err := s.health.failed(); err != nil {
+		out.Failed = err.Error()
+	}
+	out.UnpersistedKeys, out.WriteFailures = len(s.w.ops), s.w.failures
+	if s.w.lastErr != nil {
+		at := s.w.lastAt.UTC()
+		out.LastWriteError, out.LastWriteErrorAt = s.w.lastErr.Error(), &at
+	}
+	out.LastBackgroundError = s.health.lastBackgroundError()
 	if s.ckpt.inFlight != nil {
 		name := s.ckpt.inFlight.Name()
 		out.InFlight = &name
@@ -104,7 +128,8 @@ func (s *Store) PendingBatches() uint64 {
 
 // Handler serves Diagnostics as JSON, for a pod to mount on its debug port:
 // while the pod runs, Pebble's lock keeps every other process out of the
-// directory, so this is how an operator inspects it.
+// directory, so this is how an operator inspects it. A failed store is
+// served with status 503, so that a probe notices, and the same body.
 func (s *Store) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -118,6 +143,9 @@ func (s *Store) Handler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if diag.Failed != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(diag)

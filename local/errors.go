@@ -3,6 +3,10 @@ package local
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -38,4 +42,36 @@ func corruptError(dir string, err error) error {
 
 func incompatibleError(dir string, err error) error {
 	return fmt.Errorf("%w: local store %s: %w; %s", ErrIncompatibleFormat, dir, err, remedy)
+}
+
+// ErrNotWritable: the process may not create or write files in the
+// directory (permission denied, a read-only file system). Fix the
+// directory's owner or mode, or point Options.Dir at a writable one. It
+// matches coverage.ErrUnavailable too.
+var ErrNotWritable = fmt.Errorf("%w: local store directory is not writable", coverage.ErrUnavailable)
+
+// dirError classifies a failure to create, lock or open the directory.
+func dirError(dir, doing string, err error) error {
+	if isNotWritable(err) {
+		return fmt.Errorf("%w: %s: %s: %w; the process must be able to create and write files there: fix the "+
+			"directory's owner or mode, or set Options.Dir to a writable directory", ErrNotWritable, dir, doing, err)
+	}
+	return fmt.Errorf("%w: local store %s: %s: %w; fix the disk or the path and retry", coverage.ErrUnavailable, dir, doing, err)
+}
+
+// isNotWritable reports a file operation refused for permission or a
+// read-only file system. Only a path error counts: a bare EACCES comes from
+// fcntl, which reports a lock another process holds that way.
+func isNotWritable(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && (errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS))
+}
+
+// isLockHeld reports LockDirectory's failure because someone holds the lock:
+// fcntl's EAGAIN or EACCES, or Pebble's own "lock held by current process".
+func isLockHeld(err error) bool {
+	if isNotWritable(err) {
+		return false
+	}
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held")
 }

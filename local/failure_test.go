@@ -134,5 +134,5 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func quietPebble() *pebble.Options {
-	return &pebble.Options{Logger: pebbleLogger{slog.New(slog.DiscardHandler)}}
+	return &pebble.Options{Logger: pebbleLogger{l: slog.New(slog.DiscardHandler)}}
 }

@@ -44,35 +44,31 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	for _, st := range s.dests {
+	for d, st := range s.dests {
 		pending := coverage.Gaps(&st.covered, &st.checkpointed)
+		pending = s.checkpointable(d, pending)
 		st.pending.reset(&pending)
 	}
 	return s.loadCheckpointMeta()
 }
 
-// reloadLocked rebuilds one destination's index entry from Pebble.
-func (s *Store) reloadLocked(d coverage.Destination) error {
-	old := s.dests[d]
-	delete(s.dests, d)
-	for _, kind := range []byte{kindCovered, kindCheckpointed, kindPendingSince} {
-		prefix := destinationPrefix(nil, kind, d)
-		if err := s.scan(prefix, prefixEnd(prefix), s.loadEntry); err != nil {
-			s.dests[d] = old
-			return err
-		}
+// beyondMax is every batch id past coverage.MaxBatchEnd.
+var beyondMax = coverage.Range{Start: coverage.MaxBatchEnd, End: ^uint64(0)}
+
+// checkpointable is pending without the batches past coverage.MaxBatchEnd.
+// Record refuses them now, but a store written before it did may hold
+// some. They stay covered (the sink acknowledged them) and are left out of
+// every checkpoint, which the durable tier would refuse, so they cannot
+// block the ones after: the durable tier lags on them, which is safe.
+func (s *Store) checkpointable(d coverage.Destination, pending coverage.RangeSet) coverage.RangeSet {
+	if last, ok := pending.Last(); !ok || last.End <= coverage.MaxBatchEnd {
+		return pending
 	}
-	if st := s.dests[d]; st != nil {
-		// What the in-flight checkpoint holds stays in flight.
-		pending := coverage.Gaps(&st.covered, &st.checkpointed)
-		if old != nil {
-			st.recordedSinceBegin = old.recordedSinceBegin
-			st.inFlight = old.inFlight.Clone()
-			pending = coverage.Gaps(&pending, &st.inFlight)
-		}
-		st.pending.reset(&pending)
-	}
-	return nil
+	beyond, _ := coverage.NewRangeSet(beyondMax)
+	s.opts.Logger.Warn("local store holds batch ids past the durable tier's limit: they stay covered here "+
+		"and are left out of checkpoints", "dir", s.opts.Dir, "destination", d.String(),
+		"limit", uint64(coverage.MaxBatchEnd))
+	return coverage.Gaps(&pending, &beyond)
 }
 
 func (s *Store) loadEntry(key, value []byte) error {

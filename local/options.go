@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/covmirror/covmirror/coverage"
 )
 
@@ -16,6 +18,12 @@ type Options struct {
 	// Dir is the directory on the pod's own disk holding the store. It is
 	// created if missing. Required.
 	Dir string
+
+	// FS is the file system everything under Dir goes through: Pebble's
+	// files, the directory's lock, and a corrupt store moved aside. Tests
+	// inject faults with Pebble's vfs/errorfs or crash with vfs.MemFS.
+	// Zero value: vfs.Default, the operating system's.
+	FS vfs.FS
 
 	// Sync makes every Record durable (fsync) before it returns. The
 	// default, false, leaves the last records in the operating system's
@@ -57,6 +65,9 @@ type Options struct {
 
 // EnsureDefaults fills in the zero-valued fields with their defaults.
 func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
 	if o.CommitDelay == 0 {
 		o.CommitDelay = 2 * time.Millisecond
 	}

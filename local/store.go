@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -25,15 +22,18 @@ const formatVersion = "covmirror-local/1"
 // use. Open it with Open; only one Store, in one process, can have a
 // directory open at a time.
 type Store struct {
-	opts        Options
-	db          *pebble.DB
-	writeOpts   *pebble.WriteOptions
-	releaseLock func() error
+	opts      Options
+	db        *pebble.DB
+	writeOpts *pebble.WriteOptions
+	lock      *pebble.Lock
+	health    *health
+	calls     sync.WaitGroup // Pebble operations running under call
 
 	mu sync.RWMutex
 	// dests mirrors every kindCovered, kindCheckpointed and kindPendingSince
-	// key. It is rebuilt from Pebble on open, changed only after a Pebble
-	// commit succeeded, and reloaded from Pebble when one fails.
+	// key, plus the staged writes in w (writes.go). It is rebuilt from Pebble
+	// on open; Record changes it once the sink's acknowledgement is in hand,
+	// checkpoint marks only after their Pebble commit succeeded.
 	dests    map[coverage.Destination]*destState
 	batch    *pebble.Batch // reused by flushLocked under mu
 	w        uncommitted
@@ -79,7 +79,7 @@ func Open(opts Options) (*Store, error) {
 		return s, err
 	}
 	aside := fmt.Sprintf("%s.corrupt-%s", opts.Dir, opts.Now().UTC().Format("20060102T150405.000000000"))
-	if renameErr := os.Rename(opts.Dir, aside); renameErr != nil {
+	if renameErr := opts.FS.Rename(opts.Dir, aside); renameErr != nil {
 		return nil, fmt.Errorf("%w; moving it aside to %s also failed: %w", err, aside, renameErr)
 	}
 	opts.Logger.Warn("local store unusable: moved aside, starting empty; coverage resumes from the durable checkpoint",
@@ -88,45 +88,61 @@ func Open(opts Options) (*Store, error) {
 }
 
 func open(opts Options) (*Store, error) {
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, opts.Dir, err)
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, dirError(opts.Dir, "creating it", err)
 	}
-	lock, err := pebble.LockDirectory(opts.Dir, vfs.Default)
+	lock, err := pebble.LockDirectory(opts.Dir, opts.FS)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is held by another process or Store (%v); a running pod keeps its "+
-			"store open: inspect it through the pod's debug handler (covmirror inspect --url) instead", ErrLocked, opts.Dir, err)
-	}
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Lock:               lock,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{opts.Logger},
-	})
-	if err != nil {
-		_ = lock.Close()
-		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, opts.Dir, err)
+		if isLockHeld(err) {
+			return nil, fmt.Errorf("%w: %s is held by another process or Store (%v); a running pod keeps its "+
+				"store open: inspect it through the pod's debug handler (covmirror inspect --url) instead", ErrLocked, opts.Dir, err)
 		}
-		return nil, corruptError(opts.Dir, err)
+		return nil, dirError(opts.Dir, "locking it", err)
 	}
+	h := newHealth(opts.Dir, opts.Logger)
 	s := &Store{
 		opts:      opts,
-		db:        db,
+		health:    h,
 		writeOpts: pebble.NoSync,
 		dests:     make(map[coverage.Destination]*destState),
-		batch:     db.NewBatch(),
 		w:         uncommitted{ops: make(map[string][]byte), dests: make(map[coverage.Destination]struct{})},
 	}
 	if opts.Sync {
 		s.writeOpts = pebble.Sync
 	}
-	if err := s.load(); err != nil {
-		_ = s.batch.Close()
-		_ = db.Close()
-		_ = lock.Close()
+	// Open and the verifying load run through call, so that a Pebble that
+	// stops (Fatalf) or finds corruption while opening fails Open.
+	err = s.call(func() error {
+		db, err := pebble.Open(opts.Dir, &pebble.Options{
+			FS:                 opts.FS,
+			Lock:               lock,
+			FormatMajorVersion: pebble.FormatNewest,
+			Logger:             pebbleLogger{opts.Logger, h},
+			EventListener:      h.eventListener(),
+		})
+		if err != nil {
+			if isNotWritable(err) {
+				return dirError(opts.Dir, "opening it", err)
+			}
+			return corruptError(opts.Dir, err)
+		}
+		s.db = db
+		return s.load()
+	})
+	if err == nil {
+		err = h.failed() // corruption Pebble found in the background meanwhile
+	}
+	if err != nil {
+		if s.db == nil {
+			_ = lock.Close()
+		} else {
+			_ = s.closePebble(lock)
+		}
 		return nil, err
 	}
+	s.batch = s.db.NewBatch()
 	// The lock was handed to Open, so it outlives db.Close: release it then.
-	s.releaseLock = lock.Close
+	s.lock = lock
 	return s, nil
 }
 
@@ -146,6 +162,9 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	defer s.mu.Unlock()
 	if s.closed {
 		return coverage.NewError("record", d, r, coverage.ErrClosed)
+	}
+	if err := s.health.failed(); err != nil {
+		return coverage.NewError("record", d, r, err)
 	}
 	st := s.dests[d]
 	if st == nil {
@@ -178,16 +197,15 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 		s.keyBuf = destinationPrefix(s.keyBuf[:0], kindPendingSince, d)
 		s.stageLocked(d, s.keyBuf, encodeUint64(uint64(now.UnixNano())), now)
 	}
-	if err := s.maybeFlushLocked(now); err != nil {
-		return coverage.NewError("record", d, r, err)
-	}
 	if startsPending {
 		st.pendingSince = now
 	}
 	if s.ckpt.inFlight != nil && st.recordedSinceBegin.IsZero() {
 		st.recordedSinceBegin = now
 	}
-	return nil
+	// An error here leaves r covered and staged (true: the sink acked it)
+	// and tells the caller it is not persisted yet.
+	return coverage.NewError("record", d, r, s.maybeFlushLocked(now))
 }
 
 // Covered implements coverage.Store.
@@ -227,36 +245,57 @@ func (s *Store) sortedDestinationsLocked() []coverage.Destination {
 	return slices.SortedFunc(maps.Keys(s.dests), coverage.Destination.Compare)
 }
 
-// Close flushes and closes the store and releases its directory. Closing
-// twice is not an error.
+// Close writes what is staged, closes the store and releases its directory.
+// Closing twice is not an error. Closing a failed store returns its failure;
+// if a Pebble goroutine is stopped in it (health.go), that Pebble instance
+// and the directory's lock are left to the process's exit.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.db == nil {
+	if s.closed {
 		return nil
 	}
 	s.closed = true
-	err := errors.Join(s.flushLocked(), s.batch.Close(), s.db.Flush(), s.db.Close())
-	if s.releaseLock != nil {
-		err = errors.Join(err, s.releaseLock())
+	err := s.flushLocked()
+	if err == nil {
+		err = s.call(s.db.Flush)
 	}
-	s.db = nil
+	err = errors.Join(err, s.closePebble(s.lock))
 	if err != nil {
 		return fmt.Errorf("local: closing %s: %w", s.opts.Dir, err)
 	}
 	return nil
 }
 
-// pebbleLogger routes Pebble's logs to the injected logger. Fatalf must not
-// return, so it panics rather than exiting the process.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) { p.l.Debug(fmt.Sprintf(format, args...)) }
-
-func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Error(fmt.Sprintf(format, args...)) }
-
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	p.l.Error(msg)
-	panic("pebble: " + msg)
+// closePebble closes the Pebble instance and then lock, unless a Pebble
+// goroutine is parked in Fatalf: it holds Pebble's mutex, so db.Close would
+// never return, and the directory stays locked until the process exits.
+func (s *Store) closePebble(lock *pebble.Lock) error {
+	if s.health.parked.Load() > 0 {
+		return fmt.Errorf("%w; the directory stays locked until this process exits", s.health.failed())
+	}
+	// Not through call: Close must run even on a failed store, and a panic
+	// or Fatalf from a broken instance is recovered all the same. It waits
+	// for operations that call gave up on: Pebble must not close under them.
+	done := make(chan error, 1)
+	go func() {
+		s.calls.Wait()
+		done <- guarded(s.health, func() error {
+			var batchErr error
+			if s.batch != nil {
+				batchErr = s.batch.Close()
+			}
+			return errors.Join(batchErr, s.db.Close())
+		})
+	}()
+	select {
+	case err := <-done:
+		return errors.Join(s.health.failed(), err, lock.Close())
+	case <-time.After(closeWait):
+		return fmt.Errorf("%w: local store %s: Pebble did not close within %s; the directory stays locked until this process exits",
+			coverage.ErrUnavailable, s.opts.Dir, closeWait)
+	}
 }
+
+// closeWait bounds how long Close waits for a Pebble instance that failed.
+const closeWait = 10 * time.Second

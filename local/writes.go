@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/covmirror/covmirror/coverage"
 )
 
@@ -11,12 +13,29 @@ import (
 // Pebble, coalesced by key: a run of records extending one range leaves one
 // write. Guarded by Store.mu. Everything here is also in the in-memory index,
 // which is why readers of the Store never wait for a write.
+//
+// A failed write keeps everything staged: each record was acknowledged by
+// its sink, so the index holding it is true, and nothing else would ever
+// write it again (a hole in raw's coverage would hide every other sink's gap
+// behind it). The write is retried with capped backoff; Diagnostics shows
+// what is unpersisted and the last error.
 type uncommitted struct {
 	ops   map[string][]byte                 // key -> value; nil deletes
 	dests map[coverage.Destination]struct{} // whose keys are in ops
 	since time.Time                         // when the oldest op was staged
 	armed bool                              // a flush timer is pending
+
+	failures int       // consecutive failed writes; 0 after a success
+	lastErr  error     // the last failed write's error
+	lastAt   time.Time // when it failed
 }
+
+// Backoff between retries of a failed write: doubling from retryMin to
+// retryMax.
+const (
+	retryMin = 10 * time.Millisecond
+	retryMax = 5 * time.Second
+)
 
 // stageLocked queues a write of key (a delete when value is nil).
 func (s *Store) stageLocked(d coverage.Destination, key, value []byte, now time.Time) {
@@ -28,40 +47,64 @@ func (s *Store) stageLocked(d coverage.Destination, key, value []byte, now time.
 }
 
 // maybeFlushLocked writes the staged ops now if the options or the bounds
-// say so, and otherwise makes sure a timer will.
+// say so, and otherwise makes sure a timer will. While writes are failing
+// only the bound forces a write: Record then returns its error, so the
+// caller learns that its records are not persisted (they stay covered in
+// memory, and staged).
 func (s *Store) maybeFlushLocked(now time.Time) error {
-	if s.opts.Sync || s.opts.CommitDelay < 0 || len(s.w.ops) >= s.opts.MaxUncommitted || now.Sub(s.w.since) >= s.opts.CommitDelay {
+	if s.opts.Sync || len(s.w.ops) >= s.opts.MaxUncommitted ||
+		(s.w.failures == 0 && (s.opts.CommitDelay < 0 || now.Sub(s.w.since) >= s.opts.CommitDelay)) {
 		return s.flushLocked()
 	}
-	if !s.w.armed {
-		s.w.armed = true
-		time.AfterFunc(s.opts.CommitDelay, s.flushFromTimer)
-	}
+	s.armLocked()
 	return nil
+}
+
+// armLocked makes sure a timer will write the staged ops: after
+// CommitDelay, or after the backoff while writes are failing.
+func (s *Store) armLocked() {
+	if s.w.armed || len(s.w.ops) == 0 {
+		return
+	}
+	delay := max(s.opts.CommitDelay, 0)
+	if s.w.failures > 0 {
+		delay = retryMin << min(s.w.failures-1, 20)
+		delay = min(delay, retryMax)
+	}
+	s.w.armed = true
+	time.AfterFunc(delay, s.flushFromTimer)
 }
 
 func (s *Store) flushFromTimer() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.w.armed = false
-	if s.closed {
+	if s.closed || s.health.failed() != nil {
 		return
 	}
-	if err := s.flushLocked(); err != nil {
-		s.opts.Logger.Error("local store: writing staged records failed; they were dropped and will be replayed", "dir", s.opts.Dir, "err", err)
-	}
+	_ = s.flushLocked() // logged, counted and re-armed there
 }
 
-// flushLocked commits the staged ops in one Pebble batch. If the commit
-// fails the staged records are dropped and their destinations reloaded from
-// Pebble, so the index never claims what Pebble lacks: coverage lags, which
-// costs a replay.
+// flushLocked commits the staged ops in one Pebble batch.
 func (s *Store) flushLocked() error {
 	if len(s.w.ops) == 0 {
 		return nil
 	}
-	b := s.batch
+	return s.commitStagedLocked(s.batch, s.writeOpts)
+}
+
+// commitStagedLocked commits the staged ops in b, reset first when it is
+// the store's reusable batch.
+func (s *Store) commitStagedLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	b.Reset()
+	s.addStagedLocked(b)
+	return s.commitLocked(b, opts)
+}
+
+// addStagedLocked adds the staged ops to b. Other writes (a checkpoint's
+// marks) go in after them, so that they are persisted together with the
+// coverage they depend on and, for a key both touch, win.
+func (s *Store) addStagedLocked(b *pebble.Batch) {
 	for key, value := range s.w.ops {
 		if value == nil {
 			_ = b.Delete([]byte(key), nil)
@@ -69,18 +112,30 @@ func (s *Store) flushLocked() error {
 			_ = b.Set([]byte(key), value, nil)
 		}
 	}
-	err := b.Commit(s.writeOpts)
-	dests := s.w.dests
-	clear(s.w.ops)
-	s.w.dests = make(map[coverage.Destination]struct{})
+}
+
+// commitLocked commits b, which holds the staged ops (addStagedLocked). On
+// success they are cleared; on failure they stay staged, the failure is
+// counted and logged, and a retry is armed.
+func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
+	staged := len(s.w.ops)
+	err := s.call(func() error { return b.Commit(opts) })
 	if err == nil {
+		clear(s.w.ops)
+		clear(s.w.dests)
+		s.w.failures, s.w.lastErr = 0, nil
 		return nil
 	}
-	for d := range dests {
-		if reloadErr := s.reloadLocked(d); reloadErr != nil {
-			s.closed = true
-			return fmt.Errorf("%w: local store %s: write failed (%v) and reloading %s failed: %w", coverage.ErrCorrupt, s.opts.Dir, err, d, reloadErr)
-		}
+	s.w.failures++
+	s.w.lastErr, s.w.lastAt = err, s.opts.Now()
+	if s.health.failed() == nil {
+		err = fmt.Errorf("%w: local store %s: writing %d staged keys (attempt %d; retried with backoff, "+
+			"they stay covered in memory): %w", coverage.ErrUnavailable, s.opts.Dir, staged, s.w.failures, err)
+		s.armLocked()
 	}
-	return fmt.Errorf("%w: local store %s: writing records: %w", coverage.ErrUnavailable, s.opts.Dir, err)
+	if staged > 0 {
+		s.opts.Logger.Error("local store: writing staged records failed; they are kept, not yet persisted",
+			"dir", s.opts.Dir, "unpersisted_keys", staged, "attempt", s.w.failures, "err", err)
+	}
+	return err
 }
