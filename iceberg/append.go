@@ -2,9 +2,7 @@ package iceberg
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"iter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,52 +44,63 @@ func (c *Commit) Validate() error {
 	return nil
 }
 
-// Append writes the commit's rows as data files once, then commits them in
-// one append snapshot whose summary names the writer and the checkpoint. A
+// Append writes the commit's rows as data files once, verifies them (each
+// sink's partition holds exactly its rows; every file is there with its
+// size), then commits them in one append snapshot whose summary names the
+// writer and the checkpoint and binds the name to the commit's payload. A
 // conflicting commit is retried on a freshly loaded table with the same
 // files; a commit that failed without proving it did not land is first
-// looked for by name, as is one marked MayHaveLanded before anything is
-// written. It returns nil only once the snapshot is in the table,
-// so a caller may then mark the ranges checkpointed; an error means the
-// ranges may or may not be there, and they must stay pending (a duplicate
-// row is harmless to coverage).
+// looked for by writer and name, as is one marked MayHaveLanded before
+// anything is written. It returns nil only once the snapshot is in the
+// table, so a caller may then mark the ranges checkpointed; an error means
+// the ranges may or may not be there, and they must stay pending (a
+// duplicate row is harmless to coverage). The same writer and name with
+// other ranges is ErrNameReused.
 func (t *Table) Append(ctx context.Context, c Commit) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return t.appendRows(ctx, c.Name, c.Writer, c.MayHaveLanded, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	st := stamp{name: c.Name, writer: c.Writer, payload: digest("append", c.Writer, c.Ranges, c.rows())}
+	return t.appendRows(ctx, st, c.MayHaveLanded, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
 }
 
+func (c *Commit) rows() int64 {
+	n := 0
+	for _, dr := range c.Ranges {
+		n += len(dr.Ranges)
+	}
+	return int64(n)
+}
+
 // appendRows is Append for any rows: build lays them out in the table's
-// arrow schema; name and writer go to the snapshot summary.
-func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLanded bool, build func(*arrow.Schema) (arrow.RecordBatch, error)) error {
+// arrow schema; st goes to the snapshot summary.
+func (t *Table) appendRows(ctx context.Context, st stamp, mayHaveLanded bool, build func(*arrow.Schema) (arrow.RecordBatch, error)) error {
 	var tbl *table.Table
 	var err error
 	if mayHaveLanded {
 		if tbl, err = t.Load(ctx); err != nil {
 			return err
 		}
-		if landed(tbl, name) {
-			return nil
+		if done, err := lookup(tbl, st); done || err != nil {
+			return err
 		}
 	} else if tbl, err = t.recent(ctx); err != nil {
 		return err
 	}
-	files, err := t.writeFiles(ctx, tbl, name, build)
+	files, err := t.writeFiles(ctx, tbl, st.name, build)
 	if err != nil {
 		return err
 	}
-	props := ice.Properties{SummaryWriter: writer, SummaryCheckpoint: name}
 	return t.run(ctx, commitLoop{
-		what:    fmt.Sprintf("commit %s on %s", name, t.Name()),
+		what:    fmt.Sprintf("commit %s on %s", st.name, t.Name()),
 		timeout: t.opts.CommitTimeout,
 		commit: func() error {
 			txn := tbl.NewTransaction()
 			// The files are new, named by iceberg-go's writer: skip scanning
 			// every manifest for them, which costs O(table) per commit.
-			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
+			if err := txn.AddDataFiles(ctx, files, st.props(), table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
 			next, err := txn.Commit(ctx)
@@ -106,24 +115,13 @@ func (t *Table) appendRows(ctx context.Context, name, writer string, mayHaveLand
 				return false, err
 			}
 			tbl = fresh
-			return landed(tbl, name), nil
+			return lookup(tbl, st)
 		},
 	})
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}
-
-// writeFiles writes the rows build lays out with iceberg-go's writer into
-// the table's data location.
+// writeFiles lays the rows out in tbl's arrow schema with build and writes
+// them through the verified writer.
 func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, build func(*arrow.Schema) (arrow.RecordBatch, error)) ([]ice.DataFile, error) {
 	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
@@ -133,16 +131,13 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, b
 	if err != nil {
 		return nil, err
 	}
-	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-	var files []ice.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, schema, iter.Seq2[arrow.RecordBatch, error](records)) {
-		if err != nil {
-			return nil, fmt.Errorf("%w: writing data files of %s to %s: %w", coverage.ErrUnavailable, name, t.Name(), err)
-		}
-		files = append(files, df)
+	defer rec.Release()
+	files, err := writeVerified(ctx, tbl, name, rec)
+	if err != nil {
+		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, errors.New("iceberg: the writer produced no data file")
+		return nil, fmt.Errorf("%w: %s to %s: the writer produced no data file", ErrUnverifiedWrite, name, t.Name())
 	}
 	return files, nil
 }
@@ -164,6 +159,10 @@ func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBat
 	start, end := col(ColRangeStart).(*array.Int64Builder), col(ColRangeEnd).(*array.Int64Builder)
 	writer, checkpoint := col(ColWriter).(*array.StringBuilder), col(ColCheckpointID).(*array.StringBuilder)
 	recordedAt := col(ColRecordedAt).(*array.TimestampBuilder)
+	sinkKey, _ := col(ColSinkKey).(*array.StringBuilder)
+	if sinkKey == nil {
+		return nil, fmt.Errorf("%w: column %s is missing", ErrIncompatibleTable, ColSinkKey)
+	}
 	ts, err := arrow.TimestampFromTime(now, arrow.Microsecond)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: timestamp %s: %w", now, err)
@@ -182,7 +181,9 @@ func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBat
 	checkpoint.ReserveData(total * len(c.Name))
 	rows := 0
 	for _, dr := range c.Ranges {
+		key := PathKey(dr.Destination.Sink)
 		for _, r := range dr.Ranges {
+			sinkKey.Append(key)
 			sink.Append(dr.Destination.Sink)
 			topic.Append(dr.Destination.Topic)
 			partition.Append(dr.Destination.Partition)

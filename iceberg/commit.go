@@ -2,9 +2,98 @@ package iceberg
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	iofs "io/fs"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	ice "github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/coverage"
 )
+
+// Every write of this package goes through this file: data files are
+// written once and verified (writeVerified), then committed by one retry
+// loop (run) that, after an unknown outcome, looks the commit up by its
+// stamp (lookup) before trying again.
+
+// stamp binds a commit's name to what it carries, in the snapshot summary:
+// the same writer and name with another payload is ErrNameReused, as an
+// idempotency key is in a payment API.
+type stamp struct {
+	name, writer string
+	payload      string // digest of what the commit carries
+}
+
+func (s stamp) props() ice.Properties {
+	return ice.Properties{SummaryWriter: s.writer, SummaryCheckpoint: s.name, SummaryPayload: s.payload}
+}
+
+// lookup reports whether a snapshot of tbl carries s's writer and name. The
+// same writer and name with another payload is ErrNameReused.
+func lookup(tbl *table.Table, s stamp) (bool, error) {
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary == nil {
+			continue
+		}
+		p := snap.Summary.Properties
+		if p[SummaryCheckpoint] != s.name || p[SummaryWriter] != s.writer {
+			continue
+		}
+		if p[SummaryPayload] != s.payload {
+			return false, fmt.Errorf("%w: %s wrote %q to %s as snapshot %d with payload %s, now %s: give every distinct write its own name",
+				ErrNameReused, s.writer, s.name, strings.Join(tbl.Identifier(), "."), snap.SnapshotID, p[SummaryPayload], s.payload)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// digest is the payload of a commit of ranges: kind, writer, each
+// destination's ranges in canonical order, and the row count.
+func digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64) string {
+	h := sha256.New()
+	str := func(s string) { _ = binary.Write(h, binary.BigEndian, uint64(len(s))); h.Write([]byte(s)) }
+	num := func(n uint64) { _ = binary.Write(h, binary.BigEndian, n) }
+	str(kind)
+	str(writer)
+	merged := map[coverage.Destination]*coverage.RangeSet{}
+	var dests []coverage.Destination
+	for _, dr := range ranges {
+		set := merged[dr.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			merged[dr.Destination] = set
+			dests = append(dests, dr.Destination)
+		}
+		for _, r := range dr.Ranges {
+			_ = set.Add(r) // validated before; a bad range only changes the digest
+		}
+	}
+	slices.SortFunc(dests, coverage.Destination.Compare)
+	for _, d := range dests {
+		str(d.Sink)
+		str(d.Topic)
+		num(uint64(uint32(d.Partition)))
+		for _, r := range merged[d].Ranges() {
+			num(r.Start)
+			num(r.End)
+		}
+	}
+	num(uint64(rows))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
 
 // commitLoop is how every commit of this package lands: data files are
 // written once by the caller, then commit runs until it succeeds. A
@@ -12,9 +101,9 @@ import (
 // fetches; any other failure is retried after a capped backoff, and only
 // once reload shows that the failed-looking commit did not land after all
 // (an answer lost mid-flight). A reload that fails leaves the caller's
-// metadata in hand for the next attempt. The loop ends when ctx ends, when
-// timeout passes (ErrCommitTimeout), or on an error final says no retry can
-// mend.
+// metadata in hand for the next attempt, unless its error is ErrNameReused.
+// The loop ends when ctx ends, when timeout passes (ErrCommitTimeout), or
+// on an error final says no retry can mend.
 type commitLoop struct {
 	what    string        // names the commit and its table in errors and logs
 	timeout time.Duration // Options.CommitTimeout
@@ -51,6 +140,9 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 			paused = true
 		}
 		landedAnyway, err := l.reload()
+		if errors.Is(err, ErrNameReused) {
+			return err
+		}
 		if err != nil {
 			if ctx.Err() != nil || time.Now().After(deadline) {
 				return err
@@ -66,4 +158,187 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 			return nil
 		}
 	}
+}
+
+// isConflict reports a commit that certainly did not land because the table
+// moved under it: iceberg-go's ErrCommitFailed, or the SQL catalog's
+// requirement check ("requirement failed: branch main has changed").
+func isConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "requirement failed") || strings.Contains(msg, "has changed") ||
+		strings.Contains(msg, "database is locked")
+}
+
+// commitBackoff is the pause before retry attempt n (from 1) of a commit
+// that failed without a conflict: capped exponential, jittered.
+func commitBackoff(n int) time.Duration {
+	d := 50 * time.Millisecond << min(n, 7)
+	d = min(d, 5*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// writeVerified writes rec into tbl's data location with iceberg-go's
+// writer and checks the result before anything may commit it: the files'
+// record counts per partition equal rec's rows per partition, and every
+// file is in the table's FileIO with its recorded size. iceberg-go's
+// writer can return without an error and without one partition's file
+// (when that partition's directory cannot be made, say); its nil is not
+// trusted. Any mismatch is ErrUnverifiedWrite and nothing is committed.
+func writeVerified(ctx context.Context, tbl *table.Table, what string, rec arrow.RecordBatch) ([]ice.DataFile, error) {
+	ident := strings.Join(tbl.Identifier(), ".")
+	want, keyOf, err := rowsPerPartition(tbl, rec)
+	if err != nil {
+		return nil, err
+	}
+	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	var files []ice.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](records)) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: writing data files of %s to %s: %w", coverage.ErrUnavailable, what, ident, err)
+		}
+		files = append(files, df)
+	}
+	got := map[string]int64{}
+	for _, df := range files {
+		got[keyOf(df)] += df.Count()
+	}
+	for key, n := range want {
+		if got[key] != n {
+			return nil, fmt.Errorf("%w: %s to %s: partition %s got %d rows in data files, %d were written; retry later, and if it persists look at the warehouse path of that partition",
+				ErrUnverifiedWrite, what, ident, key, got[key], n)
+		}
+	}
+	for key, n := range got {
+		if _, ok := want[key]; !ok {
+			return nil, fmt.Errorf("%w: %s to %s: partition %s has %d rows in data files and none were written to it", ErrUnverifiedWrite, what, ident, key, n)
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the FileIO of %s: %w", coverage.ErrUnavailable, ident, err)
+	}
+	for _, df := range files {
+		if err := checkFile(fs, df); err != nil {
+			return nil, fmt.Errorf("%w: %s to %s: %w", ErrUnverifiedWrite, what, ident, err)
+		}
+	}
+	return files, nil
+}
+
+// rowsPerPartition counts rec's rows per partition of tbl's spec, and
+// returns how to key a data file the same way. Partition values are
+// computed with the spec's own transforms; a source column of a type this
+// cannot read puts every row and file under one key (the total is then
+// what is checked).
+func rowsPerPartition(tbl *table.Table, rec arrow.RecordBatch) (map[string]int64, func(ice.DataFile) string, error) {
+	spec := tbl.Spec()
+	type field struct {
+		id  int
+		col arrow.Array
+		tf  ice.Transform
+	}
+	var fields []field
+	whole := false
+	for _, pf := range spec.Fields() {
+		src, ok := tbl.Schema().FindFieldByID(pf.SourceID())
+		idx := rec.Schema().FieldIndices(src.Name)
+		if !ok || len(idx) != 1 || !readable(rec.Column(idx[0])) {
+			whole = true
+			break
+		}
+		fields = append(fields, field{id: pf.FieldID, col: rec.Column(idx[0]), tf: pf.Transform})
+	}
+	want := map[string]int64{}
+	if whole || len(fields) == 0 {
+		want["*"] = rec.NumRows()
+		return want, func(ice.DataFile) string { return "*" }, nil
+	}
+	var b strings.Builder
+	for row := range int(rec.NumRows()) {
+		b.Reset()
+		for _, f := range fields {
+			lit := literalAt(f.col, row)
+			var v any
+			if lit != nil {
+				if out := f.tf.Apply(ice.Optional[ice.Literal]{Valid: true, Val: lit}); out.Valid {
+					v = out.Val.Any()
+				}
+			}
+			fmt.Fprintf(&b, "%d=%v/", f.id, v)
+		}
+		want[b.String()]++
+	}
+	return want, func(df ice.DataFile) string {
+		var b strings.Builder
+		p := df.Partition()
+		for _, f := range fields {
+			fmt.Fprintf(&b, "%d=%v/", f.id, p[f.id])
+		}
+		return b.String()
+	}, nil
+}
+
+func readable(col arrow.Array) bool {
+	switch col.(type) {
+	case *array.String, *array.Int32, *array.Int64, *array.Boolean, *array.Binary:
+		return true
+	}
+	return false
+}
+
+// literalAt is the value of col at row as an Iceberg literal, or nil for a
+// null or a type it does not read.
+func literalAt(col arrow.Array, row int) ice.Literal {
+	if col.IsNull(row) {
+		return nil
+	}
+	switch c := col.(type) {
+	case *array.String:
+		return ice.NewLiteral(c.Value(row))
+	case *array.Int32:
+		return ice.NewLiteral(c.Value(row))
+	case *array.Int64:
+		return ice.NewLiteral(c.Value(row))
+	case *array.Boolean:
+		return ice.NewLiteral(c.Value(row))
+	case *array.Binary:
+		return ice.NewLiteral(c.Value(row))
+	}
+	return nil
+}
+
+// checkFile checks that df is in fs with its recorded size.
+func checkFile(fs icebergio.IO, df ice.DataFile) error {
+	var info iofs.FileInfo
+	var err error
+	if st, ok := fs.(icebergio.StatIO); ok {
+		info, err = st.Stat(df.FilePath())
+	} else {
+		var f icebergio.File
+		if f, err = fs.Open(df.FilePath()); err == nil {
+			info, err = f.Stat()
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("data file %s is not readable: %w", df.FilePath(), err)
+	}
+	if info.Size() != df.FileSizeBytes() {
+		return fmt.Errorf("data file %s holds %d bytes, its metadata says %d", df.FilePath(), info.Size(), df.FileSizeBytes())
+	}
+	return nil
 }

@@ -18,4 +18,16 @@ var (
 	// work on the data files alone (compaction, the canned queries) cannot
 	// apply them: they refuse rather than count deleted rows as covered.
 	ErrDeleteFiles = errors.New("snapshot has delete files")
+
+	// ErrNameReused: a writer committed a name it had already committed
+	// with another payload (other destinations, ranges or rows). A name is
+	// an idempotency key bound to what it wrote: nothing was committed;
+	// give every distinct write its own name.
+	ErrNameReused = errors.New("name already committed with another payload")
+
+	// ErrUnverifiedWrite: the data files written for a commit do not hold
+	// the rows built for it (a partition's file missing or short, a file
+	// absent or of another size than its metadata says). Nothing was
+	// committed; the ranges stay pending and a later attempt writes anew.
+	ErrUnverifiedWrite = errors.New("written data files do not match the rows written")
 )

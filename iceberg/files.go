@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -29,14 +28,4 @@ func DataFiles(ctx context.Context, tbl *table.Table) ([]table.FileScanTask, err
 		}
 	}
 	return tasks, nil
-}
-
-// SinkOf is the sink partition value of a data file of the coverage table.
-func SinkOf(df ice.DataFile) (string, bool) {
-	for _, v := range df.Partition() {
-		if s, ok := v.(string); ok {
-			return s, true
-		}
-	}
-	return "", false
 }

@@ -46,7 +46,7 @@ func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name,
 	if name == "" {
 		name = PositionsTableName
 	}
-	t, err := openTable(ctx, cat, opts, name, PositionsSchema(), PositionsSpec(), "positions/1")
+	t, err := openTable(ctx, cat, opts, name, PositionsSchema(), PositionsSpec(), KindPositions)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +85,9 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 		return coverage.NewError("save position", dest, coverage.Range{},
 			fmt.Errorf("%w: batch %d does not fit the table's long column", coverage.ErrInvalidPosition, pos.Batch))
 	}
-	name := p.writer + "/position/" + rand.Text()
-	err := p.table.appendRows(ctx, name, p.writer, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	name := p.writer + "/position/" + rand.Text() // fresh: never looked up
+	st := stamp{name: name, writer: p.writer, payload: digest("position", p.writer, nil, 1)}
+	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return positionRecord(schema, pos, p.writer, time.Now())
 	})
 	return coverage.NewError("save position", dest, coverage.Range{}, err)
@@ -103,6 +104,8 @@ func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, 
 		switch f.Name {
 		case ColSource:
 			b.Field(i).(*array.StringBuilder).Append(pos.Source)
+		case ColSourceKey:
+			b.Field(i).(*array.StringBuilder).Append(PathKey(pos.Source))
 		case ColPartition:
 			b.Field(i).(*array.Int32Builder).Append(pos.Partition)
 		case ColCursor:
@@ -137,7 +140,8 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
-	filter := ice.NewAnd(ice.EqualTo(ice.Reference(ColSource), source), ice.EqualTo(ice.Reference(ColPartition), partition))
+	filter := ice.NewAnd(ice.EqualTo(ice.Reference(ColSourceKey), PathKey(source)),
+		ice.NewAnd(ice.EqualTo(ice.Reference(ColSource), source), ice.EqualTo(ice.Reference(ColPartition), partition)))
 	_, records, err := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(ColCursor, ColBatch)).ToArrowRecords(ctx)
 	if err != nil {
 		return nil, coverage.NewError("positions", dest, coverage.Range{}, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, p.table.Name(), err))

@@ -23,6 +23,9 @@ type Filter struct {
 func (f Filter) expr() ice.BooleanExpression {
 	var e ice.BooleanExpression = ice.AlwaysTrue{}
 	if f.Sink != "" {
+		// The key prunes files by partition; the name picks the rows (a
+		// hashed key may be shared).
+		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColSinkKey), PathKey(f.Sink)))
 		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColSink), f.Sink))
 	}
 	if f.Topic != "" {

@@ -19,7 +19,8 @@ var ErrInputsGone = errors.New("rewrite inputs are no longer in the table")
 
 // Rewrite replaces the data files replaced, read from base, with the rows of
 // c, in one commit whose summary names c.Writer and c.Name. The new files
-// are written once; a conflicting commit (a checkpoint appended meanwhile) is
+// are written once through the verified writer (each sink's rows all in
+// its files, every file there with its size); a conflicting commit (a checkpoint appended meanwhile) is
 // retried on fresh metadata as long as every input file is still live, and
 // the appended files are kept, since only the inputs are removed. If a
 // concurrent rewrite removed an input it fails with ErrInputsGone and changes
@@ -34,14 +35,14 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 	if err != nil {
 		return nil, err
 	}
-	props := ice.Properties{SummaryWriter: c.Writer, SummaryCheckpoint: c.Name}
+	st := stamp{name: c.Name, writer: c.Writer, payload: digest("rewrite", c.Writer, c.Ranges, c.rows())}
 	tbl := base
 	err = t.run(ctx, commitLoop{
 		what:    fmt.Sprintf("rewrite %s of %s", c.Name, t.Name()),
 		timeout: t.opts.CommitTimeout,
 		commit: func() error {
 			txn := tbl.NewTransaction()
-			if err := txn.ReplaceDataFilesWithDataFiles(ctx, replaced, files, props); err != nil {
+			if err := txn.ReplaceDataFilesWithDataFiles(ctx, replaced, files, st.props()); err != nil {
 				if strings.Contains(err.Error(), "do not belong to the table") {
 					return fmt.Errorf("%w: %s: %w", ErrInputsGone, t.Name(), err)
 				}
@@ -59,7 +60,7 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 				return false, err
 			}
 			tbl = fresh
-			return landed(tbl, c.Name), nil
+			return lookup(tbl, st)
 		},
 		final: func(err error) bool { return errors.Is(err, ErrInputsGone) },
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -23,6 +24,7 @@ const (
 	ColWriter       = "writer"        // string, required: the pod or job that checkpointed the row
 	ColCheckpointID = "checkpoint_id" // string, required: the checkpoint's unique name
 	ColRecordedAt   = "recorded_at"   // timestamptz, required: when the checkpoint was committed
+	ColSinkKey      = "sink_key"      // string, required: PathKey(sink), the partition column
 )
 
 // MaxBatchEnd is the largest range end the durable table can store: the
@@ -30,7 +32,11 @@ const (
 const MaxBatchEnd = coverage.MaxBatchEnd
 
 // CoverageSchema is the coverage table's schema. Its partition spec is
-// identity(sink), so a query for one sink skips the other sinks' files.
+// identity(sink_key), so a query for one sink skips the other sinks'
+// files. The partition column is a path-safe key derived from the sink
+// name (PathKey), never the name itself: iceberg-go puts identity
+// partition values into data file paths, and a name such as ".." or
+// "../x" would otherwise write outside the table's location.
 func CoverageSchema() *ice.Schema {
 	return ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: ColSink, Type: ice.PrimitiveTypes.String, Required: true},
@@ -41,12 +47,42 @@ func CoverageSchema() *ice.Schema {
 		ice.NestedField{ID: 6, Name: ColWriter, Type: ice.PrimitiveTypes.String, Required: true},
 		ice.NestedField{ID: 7, Name: ColCheckpointID, Type: ice.PrimitiveTypes.String, Required: true},
 		ice.NestedField{ID: 8, Name: ColRecordedAt, Type: ice.PrimitiveTypes.TimestampTz, Required: true},
+		ice.NestedField{ID: 9, Name: ColSinkKey, Type: ice.PrimitiveTypes.String, Required: true},
 	)
 }
 
-// CoverageSpec partitions the coverage table by sink.
+// CoverageSpec partitions the coverage table by sink key.
 func CoverageSpec() ice.PartitionSpec {
-	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: ColSink, Transform: ice.IdentityTransform{}})
+	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{9}, FieldID: 1000, Name: ColSinkKey, Transform: ice.IdentityTransform{}})
+}
+
+// checkSpec refuses a table whose partition spec is not want's: above all
+// a table of the first shape, partitioned by the raw name.
+func checkSpec(ident string, tbl *table.Table, want ice.PartitionSpec, kind string) error {
+	got := tbl.Spec()
+	ok := got.NumFields() == want.NumFields()
+	for i := 0; ok && i < got.NumFields(); i++ {
+		g, w := got.Field(i), want.Field(i)
+		src, found := tbl.Schema().FindFieldByID(g.SourceID())
+		wantSrc, _ := CoverageOrPositions(kind).FindFieldByID(w.SourceID())
+		ok = found && src.Name == wantSrc.Name && g.Transform.Equals(w.Transform)
+	}
+	if !ok {
+		return fmt.Errorf("%w: table %s is partitioned as %s, want %s (a %s table): an older covmirror table partitioned by the raw name, which iceberg-go puts unescaped into paths; covmirror never alters a table: point it at a new table name (Options.Name) and re-checkpoint into it, copying the old rows with %s = PathKey(name) if their history is needed",
+			ErrIncompatibleTable, ident, got.String(), want.String(), kind, want.Field(0).Name)
+	}
+	if k := tbl.Properties()["covmirror.schema"]; k != "" && k != kind {
+		return fmt.Errorf("%w: table %s is a %s table, want %s: point covmirror at a new table name", ErrIncompatibleTable, ident, k, kind)
+	}
+	return nil
+}
+
+// CoverageOrPositions is the schema of a table kind.
+func CoverageOrPositions(kind string) *ice.Schema {
+	if kind == KindPositions {
+		return PositionsSchema()
+	}
+	return CoverageSchema()
 }
 
 // checkSchema reports how an existing table's schema differs from want: a
@@ -79,6 +115,8 @@ const (
 	ColCursor  = "cursor"   // binary, required: the source's opaque cursor
 	ColBatch   = "batch"    // long, required: the last raw batch id the cursor covers
 	ColSavedAt = "saved_at" // timestamptz, required
+	// ColSourceKey is PathKey(source), the partition column.
+	ColSourceKey = "source_key" // string, required
 )
 
 // PositionsSchema is the positions table's schema, partitioned by source.
@@ -90,10 +128,11 @@ func PositionsSchema() *ice.Schema {
 		ice.NestedField{ID: 4, Name: ColBatch, Type: ice.PrimitiveTypes.Int64, Required: true},
 		ice.NestedField{ID: 5, Name: ColWriter, Type: ice.PrimitiveTypes.String, Required: true},
 		ice.NestedField{ID: 6, Name: ColSavedAt, Type: ice.PrimitiveTypes.TimestampTz, Required: true},
+		ice.NestedField{ID: 7, Name: ColSourceKey, Type: ice.PrimitiveTypes.String, Required: true},
 	)
 }
 
-// PositionsSpec partitions the positions table by source.
+// PositionsSpec partitions the positions table by source key.
 func PositionsSpec() ice.PartitionSpec {
-	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: ColSource, Transform: ice.IdentityTransform{}})
+	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{7}, FieldID: 1000, Name: ColSourceKey, Transform: ice.IdentityTransform{}})
 }

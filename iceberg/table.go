@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,15 @@ import (
 const (
 	SummaryWriter     = "covmirror.writer"
 	SummaryCheckpoint = "covmirror.checkpoint"
+	// SummaryPayload binds the checkpoint name to what the commit carries
+	// (a digest of the writer, destinations, ranges and row count).
+	SummaryPayload = "covmirror.payload"
+)
+
+// Table kinds, in the table property covmirror.schema.
+const (
+	KindCoverage  = "coverage/2"
+	KindPositions = "positions/2"
 )
 
 // Options configures Open. Zero values are documented defaults.
@@ -80,7 +88,7 @@ type Table struct {
 // missing. An existing table with an incompatible schema fails with
 // ErrIncompatibleTable and is left as it is.
 func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error) {
-	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), "coverage/1")
+	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), KindCoverage)
 }
 
 // openTable opens or creates the table name in opts.Namespace with schema
@@ -109,6 +117,9 @@ func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name stri
 	if err := checkSchema(t.Name(), tbl.Schema(), schema); err != nil {
 		return nil, err
 	}
+	if err := checkSpec(t.Name(), tbl, spec, kind); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -120,6 +131,10 @@ func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.Partiti
 			table.ManifestMergeEnabledKey:  "true",
 			table.ManifestMinMergeCountKey: "20",
 			"covmirror.schema":             kind,
+			// The name column's bounds are the whole name in each file
+			// (one key per file), so SinkOf reads even a hashed key's name.
+			table.MetricsModeColumnConfPrefix + "." + ColSink:   "full",
+			table.MetricsModeColumnConfPrefix + "." + ColSource: "full",
 			// Bound the metadata file: it is rewritten on every commit.
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			table.MetadataPreviousVersionsMaxKey:      "20",
@@ -169,43 +184,20 @@ func (t *Table) Catalog() catalog.Catalog { return t.cat }
 // Identifier is the table's identifier in its catalog.
 func (t *Table) Identifier() table.Identifier { return append(table.Identifier{}, t.ident...) }
 
-// commitBackoff is the pause before retry attempt n (from 1) of a commit
-// that failed without a conflict: capped exponential, jittered.
-func commitBackoff(n int) time.Duration {
-	d := 50 * time.Millisecond << min(n, 7)
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
-
-// isConflict reports a commit that certainly did not land because the table
-// moved under it: iceberg-go's ErrCommitFailed, or the SQL catalog's
-// requirement check ("requirement failed: branch main has changed").
-func isConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "requirement failed") || strings.Contains(msg, "has changed") ||
-		strings.Contains(msg, "database is locked")
-}
-
-// landed reports whether a snapshot of tbl carries the checkpoint's name.
-func landed(tbl *table.Table, checkpoint string) bool {
-	for _, snap := range tbl.Metadata().Snapshots() {
-		if snap.Summary != nil && snap.Summary.Properties[SummaryCheckpoint] == checkpoint {
-			return true
-		}
-	}
-	return false
-}
-
-// Landed reports whether the named checkpoint is in the table: the check a
-// writer makes after a commit of unknown outcome, or for a checkpoint
-// resumed after a restart.
-func (t *Table) Landed(ctx context.Context, checkpoint string) (bool, error) {
+// Landed reports whether writer's checkpoint of that name is in the table:
+// the check a writer makes after a commit of unknown outcome, or for a
+// checkpoint resumed after a restart. Another writer's checkpoint of the
+// same name is not this one.
+func (t *Table) Landed(ctx context.Context, writer, checkpoint string) (bool, error) {
 	tbl, err := t.Load(ctx)
 	if err != nil {
 		return false, err
 	}
-	return landed(tbl, checkpoint), nil
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties[SummaryCheckpoint] == checkpoint &&
+			snap.Summary.Properties[SummaryWriter] == writer {
+			return true, nil
+		}
+	}
+	return false, nil
 }

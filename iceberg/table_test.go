@@ -85,7 +85,7 @@ func TestAppendOfALandedCheckpointIsNotRepeated(t *testing.T) {
 	if n := len(loaded.Metadata().Snapshots()); n != 1 {
 		t.Fatalf("%d snapshots: a landed checkpoint was appended again", n)
 	}
-	if ok, err := tbl.Landed(ctx, "pod/7"); !ok || err != nil {
+	if ok, err := tbl.Landed(ctx, "pod", "pod/7"); !ok || err != nil {
 		t.Fatalf("Landed: %v, %v", ok, err)
 	}
 }

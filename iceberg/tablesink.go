@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -47,13 +46,25 @@ type TableSink struct {
 }
 
 // Write appends rows to the sink table and records r of d as covered. name
-// identifies the write (unique per writer, as a checkpoint name): after a
-// commit of unknown outcome it is looked for in the coverage table before
-// anything is committed again, so a retry never lands twice.
+// identifies the write (unique per writer, as a checkpoint name) and is
+// bound to it: the snapshot summary carries a digest of the writer, the
+// sink table, d, r and the row count. After a commit of unknown outcome,
+// and before every write, the writer's name is looked for (in the coverage
+// table, or in the sink table without multi-table transactions), so a
+// retry never lands twice; the same writer and name with another payload
+// is ErrNameReused, and another writer's name is no match. The rows are
+// written through the verified writer: every partition's rows in its
+// files, each file there with its size, or nothing is committed.
 func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destination, r coverage.Range, rows arrow.RecordBatch) error {
 	if err := coverage.ValidateRecord(d, r); err != nil {
 		return err
 	}
+	if name == "" || s.Writer == "" {
+		return fmt.Errorf("iceberg: a table sink write needs a name and TableSink.Writer (got %q, %q)", name, s.Writer)
+	}
+	ranges := []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}
+	st := stamp{name: name, writer: s.Writer,
+		payload: digest("tablesink "+strings.Join(s.Sink, "."), s.Writer, ranges, rows.NumRows())}
 	if _, ok := s.Coverage.cat.(catalog.TransactionalCatalog); !ok {
 		if s.Fallback == nil {
 			return fmt.Errorf("iceberg: sink %s: %w, and no fallback store is set", strings.Join(s.Sink, "."), ErrNoMultiTableTransactions)
@@ -67,35 +78,33 @@ func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destinati
 				"sink", strings.Join(s.Sink, "."), "coverage", s.Coverage.Name())
 		})
 		return coverage.WriteThenRecord(ctx, s.Fallback, d, r, func(ctx context.Context) error {
-			return s.appendSink(ctx, name, rows)
+			return s.appendSink(ctx, st, rows)
 		})
 	}
-	return s.commitTogether(ctx, name, Commit{Name: name, Writer: s.Writer,
-		Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}}, rows)
+	return s.commitTogether(ctx, st, Commit{Name: name, Writer: s.Writer, Ranges: ranges}, rows)
 }
 
 // appendSink appends rows to the sink table alone: files written once, the
 // commit retried on fresh metadata, and a retry first looks for name.
-func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.RecordBatch) error {
-	sinkName := strings.Join(s.Sink, ".")
+func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordBatch) error {
+	name, sinkName := st.name, strings.Join(s.Sink, ".")
 	sink, err := s.loadSink(ctx)
 	if err != nil {
 		return err
 	}
-	if landed(sink, name) {
-		return nil
+	if done, err := lookup(sink, st); done || err != nil {
+		return err
 	}
-	files, err := writeRows(ctx, sink, rows)
+	files, err := writeVerified(ctx, sink, name, rows)
 	if err != nil {
-		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, sinkName, err)
+		return err
 	}
-	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
 	return s.Coverage.run(ctx, commitLoop{
 		what:    fmt.Sprintf("commit %s on sink table %s", name, sinkName),
 		timeout: s.Coverage.opts.CommitTimeout,
 		commit: func() error {
 			txn := sink.NewTransaction()
-			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
+			if err := txn.AddDataFiles(ctx, files, st.props(), table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
 			_, err := txn.Commit(ctx)
@@ -107,7 +116,7 @@ func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.Reco
 				return false, err
 			}
 			sink = fresh
-			return landed(sink, name), nil
+			return lookup(sink, st)
 		},
 	})
 }
@@ -116,13 +125,14 @@ func (s *TableSink) appendSink(ctx context.Context, name string, rows arrow.Reco
 // one multi-table transaction, rebuilt on freshly loaded metadata after a
 // conflict; after an error that does not prove failure it first looks for
 // name in the coverage table.
-func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, rows arrow.RecordBatch) error {
+func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows arrow.RecordBatch) error {
+	name := st.name
 	cov, err := s.Coverage.Load(ctx)
 	if err != nil {
 		return err
 	}
-	if landed(cov, name) {
-		return nil
+	if done, err := lookup(cov, st); done || err != nil {
+		return err
 	}
 	sink, err := s.loadSink(ctx)
 	if err != nil {
@@ -134,11 +144,11 @@ func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, r
 	if err != nil {
 		return err
 	}
-	sinkFiles, err := writeRows(ctx, sink, rows)
+	sinkFiles, err := writeVerified(ctx, sink, name, rows)
 	if err != nil {
-		return fmt.Errorf("%w: writing data files of %s to sink table %s: %w", coverage.ErrUnavailable, name, strings.Join(s.Sink, "."), err)
+		return err
 	}
-	props := ice.Properties{SummaryWriter: s.Writer, SummaryCheckpoint: name}
+	props := st.props()
 	return s.Coverage.run(ctx, commitLoop{
 		what:    fmt.Sprintf("commit %s on %s and %s", name, strings.Join(s.Sink, "."), s.Coverage.Name()),
 		timeout: s.Coverage.opts.CommitTimeout,
@@ -154,7 +164,7 @@ func (s *TableSink) commitTogether(ctx context.Context, name string, c Commit, r
 			}
 			cov, sink = freshCov, freshSink
 			// Both tables or neither: the coverage table speaks for both.
-			return landed(cov, name), nil
+			return lookup(cov, st)
 		},
 	})
 }
@@ -187,17 +197,4 @@ func commitBoth(ctx context.Context, cat catalog.Catalog, sink *table.Table, sin
 		}
 	}
 	return mtx.Commit(ctx)
-}
-
-// writeRows writes rows, in the sink table's schema, as data files.
-func writeRows(ctx context.Context, tbl *table.Table, rows arrow.RecordBatch) ([]ice.DataFile, error) {
-	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rows, nil) }
-	var files []ice.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rows.Schema(), iter.Seq2[arrow.RecordBatch, error](records)) {
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, df)
-	}
-	return files, nil
 }
