@@ -12,6 +12,7 @@ import (
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/sim"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -23,8 +24,8 @@ type demoRun struct {
 	dir          string
 	namespace    string // the demo's own namespace in a configured catalog
 	table        *iceberg.Table
-	p            *pipeline
-	out          *outages
+	p            *sim.Pipeline
+	out          *sim.Outages
 	every        int // batches between checkpoints
 	compactEvery int // checkpoints between compactions
 	checkpoints  int
@@ -66,13 +67,12 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	}
 	r := mrand.New(mrand.NewPCG(*seed, *seed))
 	d := &demoRun{g: g, dir: dir, table: table, every: 50, compactEvery: 3,
-		p: &pipeline{topic: "orders", partitions: 2, raw: newSimStore(coverage.RawSink), acked: map[int32]uint64{},
-			sinks: []*simStore{newSimStore("lake"), newSimStore("warehouse"), newSimStore("search")}}}
+		p: sim.NewPipeline("orders", 2, "lake", "warehouse", "search")}
 	if len(g.props) > 0 {
 		d.namespace = dg.namespace
 	}
-	d.out = newOutages(r, *batches)
-	d.p.sinks[1].down = d.out.isDown
+	d.out = sim.NewOutages(r, *batches)
+	d.p.Sinks[1].Down = d.out.IsDown
 	killAt := *batches/2 + r.IntN(*batches/4)
 	if killAt%d.every == 0 {
 		killAt++ // mid-way between checkpoints
@@ -91,7 +91,7 @@ func catalogName(g *globals) string {
 func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	p := d.p
 	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint every %d batches,\n   compaction every %d checkpoints.",
-		p.topic, p.partitions-1, d.every, d.compactEvery)
+		p.Topic, p.Partitions-1, d.every, d.compactEvery)
 	a, aLocal, err := d.owner("pod-a")
 	if err != nil {
 		return err
@@ -113,8 +113,8 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	if err != nil {
 		return err
 	}
-	d.out.step = int(killAt)
-	for part := range p.partitions {
+	d.out.Step = int(killAt)
+	for part := range p.Partitions {
 		if err := d.resume(ctx, b, part); err != nil {
 			return err
 		}
@@ -127,13 +127,13 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	if err := b.Close(); err != nil { // the final checkpoint
 		return err
 	}
-	d.say("\n4. The stream is done. The warehouse refused %d writes during its outages; committed gaps:", p.sinks[1].fails)
+	d.say("\n4. The stream is done. The warehouse refused %d writes during its outages; committed gaps:", p.Sinks[1].Fails)
 	if err := showGaps(ctx, d.g.stdout, d.table); err != nil {
 		return err
 	}
 
 	d.say("\n5. The warehouse is back. The recovery worker plans from the table alone and replays from raw:")
-	d.out.step = -1
+	d.out.Step = -1
 	if err := d.recoverGaps(ctx); err != nil {
 		return err
 	}
@@ -164,8 +164,8 @@ func (d *demoRun) owner(name string) (*mirror.Mirror, *local.Store, error) {
 // step ingests batch b of every partition, checkpointing and compacting on
 // schedule.
 func (d *demoRun) step(ctx context.Context, m *mirror.Mirror, pod string, b uint64) error {
-	d.out.step = int(b)
-	if err := d.p.process(ctx, m, b); err != nil {
+	d.out.Step = int(b)
+	if err := d.p.Process(ctx, m, b); err != nil {
 		return err
 	}
 	if b%uint64(d.every) != 0 {
@@ -198,8 +198,8 @@ func (d *demoRun) compact(ctx context.Context) error {
 // resume is a new owner's takeover of one partition: the replay work the
 // table gives for each sink, replayed from raw and recorded after each ack.
 func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
-	assignments, err := mirror.Resume(ctx, d.table, d.p.topic, part, mirror.ResumeOptions{
-		Sinks: d.p.sinkNames(), SourceAckedEnd: d.p.acked[part] + 1})
+	assignments, err := mirror.Resume(ctx, d.table, d.p.Topic, part, mirror.ResumeOptions{
+		Sinks: d.p.SinkNames(), SourceAckedEnd: d.p.Acked[part] + 1})
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) erro
 		}
 		failed := 0
 		for _, r := range a.Replay {
-			err := coverage.WriteThenRecord(ctx, m, a.Destination, r, func(context.Context) error { return d.p.replay(a.Destination, r) })
+			err := coverage.WriteThenRecord(ctx, m, a.Destination, r, func(context.Context) error { return d.p.Replay(a.Destination, r) })
 			if err != nil {
 				failed++
 			}
@@ -237,7 +237,7 @@ func (d *demoRun) recoverGaps(ctx context.Context) error {
 		return err
 	}
 	done, err := mirror.Recover(ctx, tasks, mirror.ReplayFunc(func(_ context.Context, t mirror.Task) error {
-		return d.p.replay(t.Destination, t.Range)
+		return d.p.Replay(t.Destination, t.Range)
 	}), w)
 	if err != nil {
 		return err

@@ -1,0 +1,32 @@
+// Package sim is a seeded whole-pod simulation of covmirror, in the spirit
+// of Pebble's metamorphic tests, and the simulated pipeline the demo runs.
+//
+// The pipeline (Pipeline, Store) is a source, raw and sinks that keep their
+// own contents: the truth coverage is checked against. Run drives a real
+// pod through a random sequence of steps drawn from a seed: sink writes
+// (some refused), records after acks (coverage.WriteThenRecord through a
+// mirror.Mirror on a local.Store on Pebble), checkpoints (Mirror.Sync into
+// an iceberg.Table in a SQLite catalog), compactions, crashes and
+// reopenings of the pod without a final checkpoint, rebalances to a new
+// owner (mirror.Resume from the table alone, then replay), and
+// plan-and-recover (mirror.Plan, mirror.Recover), with faults injected at
+// random into the local tier's filesystem, the warehouse's file IO and the
+// catalog (commits and loads refused, answers lost after a commit landed).
+//
+// # What it checks
+//
+// The invariant: coverage and source positions may lag, never lead. After
+// every step, against the simulated stores' real contents:
+//
+//   - committed coverage, read from the table, never claims a batch its
+//     sink does not hold;
+//   - the local tier never claims one either;
+//   - every range the local tier marks checkpointed is in the table.
+//
+// Once faults stop and recovery has run to quiescence: every sink holds
+// every batch raw holds, and the table's coverage says so, including
+// batches whose raw coverage record was lost (raw holds the batch, but a
+// crash or a failed local write dropped its record).
+//
+// A failure names the seed; the same seed replays the same run.
+package sim
