@@ -170,16 +170,17 @@ func TestRebalance(t *testing.T) {
 		record(t, a, coverage.Destination{Sink: sink, Topic: "orders", Partition: 4}, 101, 151)
 	}
 	// A dies here: its local tier goes with the pod and B never reads it.
-	// The source had acknowledged through batch 150 (raw was durable).
+	// The source had acknowledged through batch 150 (raw was durable), so
+	// raw's own coverage of 101..150 is to verify, first.
 
 	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, SourceAckedEnd: 151})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 {
+	if len(got) != 4 || got[0].Kind != KindVerifyReference || !slices.Equal(got[0].Replay, []coverage.Range{rg(101, 151)}) {
 		t.Fatalf("assignments %+v", got)
 	}
-	for _, as := range got {
+	for _, as := range got[1:] {
 		if !slices.Equal(as.Covered, []coverage.Range{rg(1, 101)}) || !slices.Equal(as.Replay, []coverage.Range{rg(101, 151)}) {
 			t.Fatalf("%s: covered %v replay %v; want covered [1,101) and replay [101,151)", as.Destination, as.Covered, as.Replay)
 		}
@@ -212,7 +213,7 @@ func TestRecoveryPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Task{{lake, rg(30, 38)}, {lake, rg(38, 41)}, {lake, rg(70, 71)}}
+	want := []Task{{lake, rg(30, 38), KindReplay}, {lake, rg(38, 41), KindReplay}, {lake, rg(70, 71), KindReplay}}
 	if !slices.Equal(tasks, want) {
 		t.Fatalf("plan %v, want %v", tasks, want)
 	}
@@ -238,7 +239,7 @@ func TestRecoveryPlan(t *testing.T) {
 func TestRecoverStopsAtFailedReplay(t *testing.T) {
 	store := coverage.NewInMemory()
 	d := coverage.Destination{Sink: "lake", Topic: "t"}
-	tasks := []Task{{d, rg(1, 2)}, {d, rg(5, 6)}, {d, rg(9, 10)}}
+	tasks := []Task{{d, rg(1, 2), KindReplay}, {d, rg(5, 6), KindReplay}, {d, rg(9, 10), KindReplay}}
 	done, err := Recover(ctx, tasks, ReplayFunc(func(_ context.Context, task Task) error {
 		if task.Range.Start == 5 {
 			return errors.New("sink down")

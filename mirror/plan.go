@@ -4,19 +4,54 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
+// TaskKind says what recovering a task means.
+type TaskKind string
+
+const (
+	// KindReplay: read the task's batches from the reference (raw) and
+	// write them to the task's sink. The zero Kind means this too.
+	KindReplay TaskKind = "replay"
+	// KindVerifyReference: the task's range is a hole in the reference's
+	// own coverage (raw's record of those batches was lost: a failed local
+	// write, a pod lost before its checkpoint). Recovery verifies which of
+	// those batches raw really holds and records exactly those for the
+	// reference; the sinks' gaps there show up on the next Plan, measured
+	// against the re-recorded reference.
+	KindVerifyReference TaskKind = "verify-reference"
+)
+
+// Task is one unit of recovery on Destination's Range: a replay into a sink,
+// or a verification of the reference itself (Kind says which).
+type Task struct {
+	Destination coverage.Destination `json:"destination"`
+	Range       coverage.Range       `json:"range"`
+	Kind        TaskKind             `json:"kind"`
+}
+
 // Assignment is what a new owner of a partition learns from the durable
-// table for one sink: what is committed as covered, and what to replay (the
-// leading, inner and trailing gaps against the reference sink).
+// table for one sink: what is committed as covered, and what to recover. For
+// a sink (Kind replay) Replay holds the leading, inner and trailing gaps
+// against the reference; for the reference itself (Kind verify-reference)
+// it holds the reference's holes, to verify rather than replay.
 type Assignment struct {
 	Destination coverage.Destination `json:"destination"`
+	Kind        TaskKind             `json:"kind"`
 	Covered     []coverage.Range     `json:"covered"`
 	Replay      []coverage.Range     `json:"replay"`
+}
+
+// Tasks cuts a's Replay into tasks of a's Kind of at most maxBatches each
+// (zero: one task per range), ready for Recover.
+func (a Assignment) Tasks(maxBatches uint64) []Task {
+	set, _ := coverage.NewRangeSet(a.Replay...) // Resume's ranges are valid
+	return split(a.Destination, a.Kind, &set, maxBatches)
 }
 
 // ResumeOptions says what a new owner of a partition knows besides the
@@ -24,44 +59,64 @@ type Assignment struct {
 type ResumeOptions struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
-	// Sinks are the sinks the owner writes. Required.
+	// Sinks are the sinks the owner writes. Required. Naming the reference
+	// among them is allowed and changes nothing: its assignment is always
+	// returned, first.
 	Sinks []string
 	// SourceAckedEnd, when not zero, is the batch id after the last one the
 	// source has acknowledged (a broker's committed offset, as a batch id).
 	// The pipeline acks only once raw is durable, so raw holds every batch
 	// below it even where raw's own coverage was not yet checkpointed: the
-	// sinks' share of that stretch is replay work too.
+	// sinks' share of that stretch is replay work too, and the reference's
+	// coverage there is verification work.
 	SourceAckedEnd uint64
 }
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
 // only the durable table, never the previous owner's local tier, which it
 // cannot see. Coverage the previous owner recorded but had not checkpointed
-// shows up as replay work (a lag that dedup absorbs), never as covered.
+// shows up as recovery work (a lag that dedup absorbs), never as covered.
+//
+// The first assignment is always the reference's (Kind verify-reference):
+// its holes between its first covered batch and the later of its last one
+// and SourceAckedEnd. Then one assignment (Kind replay) per other sink of
+// Sinks, in order, against the reference's coverage extended to
+// SourceAckedEnd.
 func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	if opts.Reference == "" {
 		opts.Reference = coverage.RawSink
+	}
+	refDest := coverage.Destination{Sink: opts.Reference, Topic: topic, Partition: partition}
+	if err := refDest.Validate(); err != nil {
+		return nil, coverage.NewError("resume", refDest, coverage.Range{}, err)
 	}
 	all, err := t.Coverage(ctx, iceberg.Filter{Topic: topic, Partition: &partition})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: %w", topic, partition, err)
 	}
-	var ref coverage.RangeSet
-	if committed := all[coverage.Destination{Sink: opts.Reference, Topic: topic, Partition: partition}]; committed != nil {
-		ref = committed.Clone()
+	committed := all[refDest]
+	if committed == nil {
+		committed = new(coverage.RangeSet)
 	}
-	if opts.SourceAckedEnd > 0 {
-		first, ok := ref.First()
-		if !ok || first.Start >= opts.SourceAckedEnd {
-			first = coverage.Range{}
-		}
-		if err := ref.Add(coverage.Range{Start: first.Start, End: opts.SourceAckedEnd}); err != nil {
-			return nil, fmt.Errorf("mirror: resume %s/%d: source acked end %d: %w", topic, partition, opts.SourceAckedEnd, err)
+	holes, err := referenceHoles(committed, opts.SourceAckedEnd)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: resume %s/%d: source acked end %d: %w", topic, partition, opts.SourceAckedEnd, err)
+	}
+	// The sinks' reference: raw's coverage, and below the acked end
+	// everything from raw's first batch (the same span the holes come from).
+	// Holes above the acked end are unverified: no sink's work yet.
+	ref := committed.Clone()
+	for r := range holes.All() {
+		if r.Start < opts.SourceAckedEnd {
+			_ = ref.Add(coverage.Range{Start: r.Start, End: min(r.End, opts.SourceAckedEnd)})
 		}
 	}
-	out := make([]Assignment, 0, len(opts.Sinks))
+	out := []Assignment{{Destination: refDest, Kind: KindVerifyReference, Covered: committed.Ranges(), Replay: holes.Ranges()}}
 	for _, sink := range opts.Sinks {
-		d := coverage.Destination{Sink: sink, Topic: topic, Partition: partition}
+		if sink == opts.Reference {
+			continue
+		}
+		d := refDest.WithSink(sink)
 		if err := d.Validate(); err != nil {
 			return nil, coverage.NewError("resume", d, coverage.Range{}, err)
 		}
@@ -70,16 +125,15 @@ func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32
 			covered = new(coverage.RangeSet)
 		}
 		gaps := coverage.Gaps(&ref, covered)
-		out = append(out, Assignment{Destination: d, Covered: covered.Ranges(), Replay: gaps.Ranges()})
+		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges()})
 	}
 	return out, nil
 }
 
-// Task is one unit of replay: batches of Range to read from raw and write to
-// Destination's sink.
-type Task struct {
-	Destination coverage.Destination `json:"destination"`
-	Range       coverage.Range       `json:"range"`
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
 }
 
 // PlanOptions configures Plan. Zero values are documented defaults.
@@ -93,12 +147,29 @@ type PlanOptions struct {
 	// that topic (a sink that never wrote a topic at all is then unknown:
 	// name it here).
 	Sinks []string
+	// SourceAckedEnds, where known, is per partition the batch id after the
+	// last one the source acknowledged (see ResumeOptions.SourceAckedEnd):
+	// the reference's holes then reach up to it, not only to its last
+	// covered batch. Zero value: none known, so only holes between the
+	// reference's first and last covered batch are found.
+	SourceAckedEnds map[TopicPartition]uint64
 }
 
-// Plan is the single recovery worker's plan, from committed coverage only:
-// for every sink and destination, the reference's ranges the sink lacks,
+// Plan is the single recovery worker's plan, from committed coverage only,
 // ordered by destination and batch and split into tasks of at most
-// MaxBatches. It needs no lease: a single worker is the only claimant.
+// MaxBatches:
+//
+//   - for the reference, its holes (Kind verify-reference): per topic and
+//     partition, what it lacks between its first and last covered batch, or
+//     up to the source's acked end where SourceAckedEnds says;
+//   - for every other sink, the reference's ranges the sink lacks (Kind
+//     replay), against the reference as committed: a sink's share of a
+//     reference hole becomes a task only once the hole is verified and
+//     re-recorded, on a later Plan.
+//
+// A table that has rows but none of the reference is an error wrapping
+// ErrNoReference (a misspelled reference would otherwise plan nothing). It
+// needs no lease: a single worker is the only claimant.
 func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, error) {
 	if opts.Reference == "" {
 		opts.Reference = coverage.RawSink
@@ -110,29 +181,55 @@ func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, erro
 	if err != nil {
 		return nil, fmt.Errorf("mirror: plan: %w", err)
 	}
+	return planOf(all, opts)
+}
+
+// planOf is Plan over coverage already read.
+func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
+	refs := map[TopicPartition]*coverage.RangeSet{}
 	sinksOf := map[string][]string{} // topic -> sinks
-	for d := range all {
-		if d.Sink != opts.Reference {
+	for d, set := range all {
+		if d.Sink == opts.Reference {
+			refs[TopicPartition{d.Topic, d.Partition}] = set
+		} else {
 			sinksOf[d.Topic] = append(sinksOf[d.Topic], d.Sink)
 		}
 	}
-	var tasks []Task
-	for d, ref := range all {
-		if d.Sink != opts.Reference {
-			continue
+	if len(all) > 0 && len(refs) == 0 {
+		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
+	}
+	for tp := range opts.SourceAckedEnds {
+		if refs[tp] == nil {
+			refs[tp] = new(coverage.RangeSet)
 		}
+	}
+	var tasks []Task
+	for _, tp := range slices.SortedFunc(maps.Keys(refs), compareTopicPartition) {
+		ref := refs[tp]
+		d := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
+		if err := d.Validate(); err != nil {
+			return nil, coverage.NewError("plan", d, coverage.Range{}, err)
+		}
+		holes, err := referenceHoles(ref, opts.SourceAckedEnds[tp])
+		if err != nil {
+			return nil, fmt.Errorf("mirror: plan %s: source acked end %d: %w", d, opts.SourceAckedEnds[tp], err)
+		}
+		tasks = append(tasks, split(d, KindVerifyReference, &holes, opts.MaxBatches)...)
 		sinks := opts.Sinks
 		if len(sinks) == 0 {
 			sinks = sinksOf[d.Topic]
 		}
 		for _, sink := range uniq(sinks) {
+			if sink == opts.Reference {
+				continue
+			}
 			target := d.WithSink(sink)
 			covered := all[target]
 			if covered == nil {
 				covered = new(coverage.RangeSet)
 			}
 			gaps := coverage.Gaps(ref, covered)
-			tasks = append(tasks, Split(target, &gaps, opts.MaxBatches)...)
+			tasks = append(tasks, split(target, KindReplay, &gaps, opts.MaxBatches)...)
 		}
 	}
 	slices.SortFunc(tasks, func(a, b Task) int {
@@ -144,16 +241,25 @@ func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, erro
 	return tasks, nil
 }
 
-// Split cuts gaps into tasks of at most maxBatches each, in order.
+func compareTopicPartition(a, b TopicPartition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+// Split cuts gaps into replay tasks of at most maxBatches each (zero: one
+// task per range), in order.
 func Split(d coverage.Destination, gaps *coverage.RangeSet, maxBatches uint64) []Task {
+	return split(d, KindReplay, gaps, maxBatches)
+}
+
+func split(d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet, maxBatches uint64) []Task {
 	var out []Task
 	for r := range gaps.All() {
 		for start := r.Start; start < r.End; {
 			end := r.End
-			if end-start > maxBatches {
+			if maxBatches > 0 && end-start > maxBatches {
 				end = start + maxBatches
 			}
-			out = append(out, Task{Destination: d, Range: coverage.Range{Start: start, End: end}})
+			out = append(out, Task{Destination: d, Range: coverage.Range{Start: start, End: end}, Kind: kind})
 			start = end
 		}
 	}
@@ -164,34 +270,4 @@ func uniq(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return slices.Compact(s)
-}
-
-// Replayer replays one task: it reads the task's batches from raw and writes
-// them to the task's sink, returning nil only after the sink's durable
-// acknowledgement.
-type Replayer interface {
-	Replay(ctx context.Context, task Task) error
-}
-
-// ReplayFunc adapts a function to Replayer.
-type ReplayFunc func(ctx context.Context, task Task) error
-
-// Replay implements Replayer.
-func (f ReplayFunc) Replay(ctx context.Context, task Task) error { return f(ctx, task) }
-
-// Recover drives tasks in order through the replayer and records each one's
-// coverage in store (a Mirror, typically) right after its ack. It stops at
-// the first failure and returns how many tasks completed; the failed task
-// and those after it stay gaps, so planning again finds them.
-func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store) (done int, err error) {
-	for _, task := range tasks {
-		err := coverage.WriteThenRecord(ctx, store, task.Destination, task.Range, func(ctx context.Context) error {
-			return r.Replay(ctx, task)
-		})
-		if err != nil {
-			return done, fmt.Errorf("mirror: recovery task %s %s: %w", task.Destination, task.Range, err)
-		}
-		done++
-	}
-	return done, nil
 }

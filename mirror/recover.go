@@ -1,0 +1,163 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// ErrNoReference: the coverage table has rows, but none of the reference
+// sink, so nothing can be measured against it (a misspelled --reference, or
+// raw's coverage never checkpointed at all).
+var ErrNoReference = errors.New("the reference sink has no rows in the coverage table")
+
+// NoReferenceError is Plan's error for a reference without rows: it names
+// the reference and the sinks the table does have. It wraps ErrNoReference.
+type NoReferenceError struct {
+	Reference string
+	Sinks     []string // the sinks the table has rows of, sorted
+}
+
+func (e *NoReferenceError) Error() string {
+	return fmt.Sprintf("mirror: plan: reference sink %q: %v, which has rows of the sinks %s: name the sink raw's coverage is recorded under",
+		e.Reference, ErrNoReference, strings.Join(e.Sinks, ", "))
+}
+
+func (e *NoReferenceError) Unwrap() error { return ErrNoReference }
+
+// ErrCannotVerifyReference: Recover met verify-reference tasks and its
+// Replayer does not implement ReferenceVerifier, so it left them undone.
+var ErrCannotVerifyReference = errors.New("the replayer cannot verify the reference (it does not implement mirror.ReferenceVerifier)")
+
+func sinkNames(all map[coverage.Destination]*coverage.RangeSet) []string {
+	set := map[string]bool{}
+	for d := range all {
+		set[d.Sink] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// referenceHoles is what ref lacks from its first covered batch to the later
+// of its last covered batch and ackedEnd (zero: unknown). With no coverage,
+// or coverage starting at or after ackedEnd, the span starts at batch 0:
+// the source acked everything below ackedEnd, so raw should hold it all.
+func referenceHoles(ref *coverage.RangeSet, ackedEnd uint64) (coverage.RangeSet, error) {
+	lo, hi := uint64(0), ackedEnd
+	if first, ok := ref.First(); ok {
+		last, _ := ref.Last()
+		hi = max(hi, last.End)
+		if ackedEnd == 0 || first.Start < ackedEnd {
+			lo = first.Start
+		}
+	}
+	if lo >= hi {
+		return coverage.RangeSet{}, nil
+	}
+	span, err := coverage.NewRangeSet(coverage.Range{Start: lo, End: hi})
+	if err != nil {
+		return coverage.RangeSet{}, err
+	}
+	return coverage.Gaps(&span, ref), nil
+}
+
+// Replayer replays one task: it reads the task's batches from raw and writes
+// them to the task's sink, returning nil only after the sink's durable
+// acknowledgement.
+type Replayer interface {
+	Replay(ctx context.Context, task Task) error
+}
+
+// ReferenceVerifier is an optional capability of a Replayer, found by type
+// assertion: it can read the reference (raw) itself. VerifyReference returns
+// the ranges of task.Range that raw durably holds, as read back from raw now
+// (not as anyone's record says), and nil for none. Every range returned must
+// lie inside task.Range.
+type ReferenceVerifier interface {
+	VerifyReference(ctx context.Context, task Task) ([]coverage.Range, error)
+}
+
+// ReplayFunc adapts a function to Replayer. It has no ReferenceVerifier
+// capability.
+type ReplayFunc func(ctx context.Context, task Task) error
+
+// Replay implements Replayer.
+func (f ReplayFunc) Replay(ctx context.Context, task Task) error { return f(ctx, task) }
+
+// Recover drives tasks in order and records each one's coverage in store (a
+// Mirror, typically) right after it is done. done counts the tasks done.
+//
+// A replay task is done once the replayer returned nil (the sink's ack);
+// its range is recorded for its sink. Recover stops at the first failed
+// replay; that task and those after it stay gaps, so planning again finds
+// them.
+//
+// A verify-reference task needs the replayer to implement
+// ReferenceVerifier. It is done once VerifyReference returned: exactly the
+// ranges it returned are recorded for the reference, never the rest of the
+// task's range, which stays a hole that the next Plan reports again (raw
+// lacking batches inside its own span is then for a person to look into). A
+// failed or out-of-range verification stops Recover like a failed replay.
+// A replayer without the capability leaves every verify-reference task
+// undone and not counted; Recover carries on with the other tasks and then
+// returns an error wrapping ErrCannotVerifyReference that says how many.
+func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store) (done int, err error) {
+	verifier, canVerify := r.(ReferenceVerifier)
+	unverified := 0
+	for _, task := range tasks {
+		switch task.Kind {
+		case KindReplay, "":
+			err = coverage.WriteThenRecord(ctx, store, task.Destination, task.Range, func(ctx context.Context) error {
+				return r.Replay(ctx, task)
+			})
+		case KindVerifyReference:
+			if !canVerify {
+				unverified++
+				continue
+			}
+			err = verifyReference(ctx, verifier, task, store)
+		default:
+			err = fmt.Errorf("unknown task kind %q (want %q or %q)", task.Kind, KindReplay, KindVerifyReference)
+		}
+		if err != nil {
+			return done, fmt.Errorf("mirror: recovery task %s %s %s: %w", task.Kind, task.Destination, task.Range, err)
+		}
+		done++
+	}
+	if unverified > 0 {
+		return done, fmt.Errorf("mirror: recovery left %d verify-reference task(s) undone: %w; their holes stay open", unverified, ErrCannotVerifyReference)
+	}
+	return done, nil
+}
+
+// verifyReference records for the reference exactly what the verifier says
+// raw holds within the task's range, after checking all of it first, so a
+// bad answer records nothing.
+func verifyReference(ctx context.Context, v ReferenceVerifier, task Task, store coverage.Store) error {
+	if err := coverage.ValidateRecord(task.Destination, task.Range); err != nil {
+		return err
+	}
+	held, err := v.VerifyReference(ctx, task)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	for _, h := range held {
+		if err := h.Validate(); err != nil {
+			return fmt.Errorf("verifier returned %w", err)
+		}
+		if h.Start < task.Range.Start || h.End > task.Range.End {
+			return fmt.Errorf("verifier returned %s, outside the task's range: nothing recorded", h)
+		}
+	}
+	for _, h := range held {
+		// The read-back happened: finish recording even if ctx ends now.
+		if err := store.Record(context.WithoutCancel(ctx), task.Destination, h); err != nil {
+			return fmt.Errorf("record verified %s: %w", h, err)
+		}
+	}
+	return nil
+}
