@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
 
-// gapRow is one gap in the contract's JSON shape.
+// gapRow is one gap in the contract's JSON shape. A row whose sink is the
+// reference is a hole in the reference's own coverage.
 type gapRow struct {
 	Sink      string `json:"sink"`
 	Topic     string `json:"topic"`
@@ -20,28 +23,53 @@ type gapRow struct {
 	End       uint64 `json:"end"`
 }
 
+// taskRow is a plan task: a gap row and what recovering it means.
+type taskRow struct {
+	gapRow
+	Kind mirror.TaskKind `json:"kind"`
+}
+
 // taskRows are tasks in the contract's JSON shape.
-func taskRows(tasks []mirror.Task) []gapRow {
-	rows := make([]gapRow, 0, len(tasks))
+func taskRows(tasks []mirror.Task) []taskRow {
+	rows := make([]taskRow, 0, len(tasks))
 	for _, t := range tasks {
-		rows = append(rows, gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End})
+		rows = append(rows, taskRow{gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End}, t.Kind})
 	}
 	return rows
 }
 
 // committedGaps is the recovery plan with tasks as large as the gaps: the
-// gaps the planner replays and the gaps query prints.
+// gaps the planner recovers and the gaps query prints. They are the
+// reference's interior holes (rows with sink = reference) and every other
+// sink's gaps against the reference, ordered by sink, topic, partition and
+// start.
 func committedGaps(ctx context.Context, table *iceberg.Table, reference string) ([]gapRow, error) {
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64})
+	tasks, err := planCommand(ctx, "gaps", table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64})
 	if err != nil {
 		return nil, err
 	}
-	return taskRows(tasks), nil
+	rows := make([]gapRow, 0, len(tasks))
+	for _, r := range taskRows(tasks) {
+		rows = append(rows, r.gapRow)
+	}
+	return rows, nil
+}
+
+// planCommand is mirror.Plan with a reference that has no rows reported in
+// the command line's terms.
+func planCommand(ctx context.Context, command string, table *iceberg.Table, opts mirror.PlanOptions) ([]mirror.Task, error) {
+	tasks, err := mirror.Plan(ctx, table, opts)
+	var nre *mirror.NoReferenceError
+	if errors.As(err, &nre) {
+		return nil, fmt.Errorf("%s: reference %q has no rows in the coverage table (%w); the table has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
+			command, nre.Reference, mirror.ErrNoReference, strings.Join(nre.Sinks, ", "))
+	}
+	return tasks, err
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--json]")
-	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against")
+	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
 	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end}")
 	if err := parse(fs, args); err != nil {
@@ -65,9 +93,13 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers\n", *reference)
+		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
 	}
 	for _, r := range rows {
+		if r.Sink == *reference {
+			fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) hole in the reference itself: %d batches to verify in %s\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start, r.Sink)
+			continue
+		}
 		fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) missing %d batches\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start)
 	}
 	return nil

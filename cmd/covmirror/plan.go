@@ -13,7 +13,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", 10_000, "largest task")
-	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end}")
+	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches})
+	tasks, err := planCommand(ctx, "plan", table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches})
 	if err != nil {
 		return err
 	}
@@ -33,10 +33,15 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(g.stdout, "nothing to replay")
+		fmt.Fprintln(g.stdout, "nothing to replay or verify")
 	}
 	for i, r := range rows {
-		fmt.Fprintf(g.stdout, "task %d: replay %s/%s/%d [%d,%d) from %s\n", i+1, r.Sink, r.Topic, r.Partition, r.Start, r.End, *reference)
+		switch r.Kind {
+		case mirror.KindVerifyReference:
+			fmt.Fprintf(g.stdout, "task %d: verify-reference %s/%s/%d [%d,%d): read back what %s holds and record only that; the sinks' gaps there follow on the next plan\n", i+1, r.Sink, r.Topic, r.Partition, r.Start, r.End, r.Sink)
+		default:
+			fmt.Fprintf(g.stdout, "task %d: %s %s/%s/%d [%d,%d) from %s\n", i+1, r.Kind, r.Sink, r.Topic, r.Partition, r.Start, r.End, *reference)
+		}
 	}
 	return nil
 }
