@@ -3,7 +3,7 @@
 // calls Sync on an interval (the design's knob) with capped backoff; Close
 // runs a final checkpoint. Resume is what a new owner reads after a
 // rebalance and Plan is the single recovery worker's plan, both from the
-// durable table only.
+// durable table only; Recover carries the plan out.
 //
 // # The invariant it owns
 //
@@ -14,4 +14,12 @@
 // appends it again. A new owner and the recovery planner read only the
 // durable table, so coverage a dead pod never checkpointed is replayed (a
 // lag), never assumed (a lead).
+//
+// Holes in the reference (raw) are findings, not silence: raw's record of a
+// batch can be lost while raw holds the batch, and measuring the sinks only
+// against raw's coverage would then hide the batch everywhere. Plan and
+// Resume report them as verify-reference tasks. Recover closes such a hole
+// only as far as a ReferenceVerifier read raw back and found the batches:
+// it records exactly what the verifier returned, never the task's whole
+// range, and without a verifier it records nothing and says so.
 package mirror
