@@ -15,14 +15,14 @@ import (
 // checkpoint. It describes this pod only; nothing outside the pod may act on
 // it.
 type Diagnostics struct {
-	Dir              string                   `json:"dir"`
-	Reference        string                   `json:"reference"`
-	At               time.Time                `json:"at"`
-	LastCheckpointID uint64                   `json:"last_checkpoint_id"`
-	LastCheckpointAt *time.Time               `json:"last_checkpoint_at,omitempty"`
-	InFlight         *string                  `json:"checkpoint_in_flight,omitempty"`
-	PendingRanges    int                      `json:"pending_ranges"`
-	PendingBatches   uint64                   `json:"pending_batches"`
+	Dir              string     `json:"dir"`
+	Reference        string     `json:"reference"`
+	At               time.Time  `json:"at"`
+	LastCheckpointID uint64     `json:"last_checkpoint_id"`
+	LastCheckpointAt *time.Time `json:"last_checkpoint_at,omitempty"`
+	InFlight         *string    `json:"checkpoint_in_flight,omitempty"`
+	PendingRanges    int        `json:"pending_ranges"`
+	PendingBatches   uint64     `json:"pending_batches"`
 	// Failed is the store's failure (health.go): once set, every write
 	// returns it and the process must restart to go on. Empty when healthy.
 	Failed string `json:"failed,omitempty"`

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/covmirror/covmirror/coverage"
 )
 
@@ -74,4 +76,21 @@ func isLockHeld(err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held")
+}
+
+// openError classifies pebble.Open's failure. An I/O error (a full disk, a
+// refused write) says nothing about the store's contents, so it is
+// ErrUnavailable, and Options.RecoverCorrupt leaves the store alone; what
+// Pebble reports as corruption, or cannot read at all, is ErrCorrupt.
+func openError(dir string, err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	switch {
+	case pebble.IsCorruptionError(err):
+		return corruptError(dir, err)
+	case errors.As(err, &pe) || errors.As(err, &errno):
+		return dirError(dir, "opening it", err)
+	default:
+		return corruptError(dir, err)
+	}
 }

@@ -114,17 +114,14 @@ func open(opts Options) (*Store, error) {
 	// stops (Fatalf) or finds corruption while opening fails Open.
 	err = s.call(func() error {
 		db, err := pebble.Open(opts.Dir, &pebble.Options{
-			FS:                 opts.FS,
+			FS:                 watchFS{opts.FS, h},
 			Lock:               lock,
 			FormatMajorVersion: pebble.FormatNewest,
 			Logger:             pebbleLogger{opts.Logger, h},
 			EventListener:      h.eventListener(),
 		})
 		if err != nil {
-			if isNotWritable(err) {
-				return dirError(opts.Dir, "opening it", err)
-			}
-			return corruptError(opts.Dir, err)
+			return openError(opts.Dir, err)
 		}
 		s.db = db
 		return s.load()
@@ -256,11 +253,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.flushLocked()
-	if err == nil {
-		err = s.call(s.db.Flush)
-	}
-	err = errors.Join(err, s.closePebble(s.lock))
+	// No db.Flush: the WAL is replayed at Open, and a flush rotates the WAL,
+	// where Pebble panics unrecoverably if the disk has failed (watchfs.go).
+	err := errors.Join(s.flushLocked(), s.closePebble(s.lock))
 	if err != nil {
 		return fmt.Errorf("local: closing %s: %w", s.opts.Dir, err)
 	}
@@ -288,12 +283,21 @@ func (s *Store) closePebble(lock *pebble.Lock) error {
 			return errors.Join(batchErr, s.db.Close())
 		})
 	}()
-	select {
-	case err := <-done:
-		return errors.Join(s.health.failed(), err, lock.Close())
-	case <-time.After(closeWait):
-		return fmt.Errorf("%w: local store %s: Pebble did not close within %s; the directory stays locked until this process exits",
-			coverage.ErrUnavailable, s.opts.Dir, closeWait)
+	timeout := time.After(closeWait)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return errors.Join(s.health.failed(), err, lock.Close())
+		case <-tick.C:
+			if s.health.parked.Load() > 0 { // it parked while closing
+				return fmt.Errorf("%w; the directory stays locked until this process exits", s.health.failed())
+			}
+		case <-timeout:
+			return fmt.Errorf("%w: local store %s: Pebble did not close within %s; the directory stays locked until this process exits",
+				coverage.ErrUnavailable, s.opts.Dir, closeWait)
+		}
 	}
 }
 

@@ -79,9 +79,11 @@ func (s *Store) flushFromTimer() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.w.armed = false
-	if s.closed || s.health.failed() != nil {
+	if s.closed {
 		return
 	}
+	// On a failed store this only records the failure for Diagnostics: the
+	// staged ops stay, covered in memory, and no retry is armed.
 	_ = s.flushLocked() // logged, counted and re-armed there
 }
 
