@@ -8,13 +8,27 @@
 // The table is a log of covered ranges, merged by union on read: a row is
 // appended only for a range the local tier recorded after the sink's
 // acknowledgement, no commit removes coverage, and a duplicated row is
-// harmless. Append returns nil only once the snapshot carrying the rows is
-// in the table, so the local tier marks a checkpoint only after that; any
-// error leaves the ranges pending for the next checkpoint.
+// harmless. A nil from Append means every range of the commit is in the
+// table: the snapshot carrying the rows is committed, and before the commit
+// the data files were verified (commit.go: writeVerified), since
+// iceberg-go's writer can return without an error and without one
+// partition's file. Each partition's files must hold exactly the rows
+// built for it, and each file must be in the table's FileIO with its
+// recorded size; otherwise the write fails with ErrUnverifiedWrite and
+// nothing is committed. Every path that writes data files (Append,
+// Rewrite, both TableSink paths, positions) goes through that one writer.
+// The local tier marks a checkpoint only after a nil; any error leaves the
+// ranges pending for the next checkpoint.
+//
+// A commit's name is an idempotency key bound to what it carries: the
+// snapshot summary holds the writer, the name and a digest of the
+// destinations, ranges and row count. A lookup after an unknown outcome
+// matches writer and name; the same writer and name with another payload
+// is ErrNameReused, never a silent skip.
 //
 // # Schema
 //
-//	sink           string       required  the sink the range was written to (partition: identity)
+//	sink           string       required  the sink the range was written to
 //	topic          string       required
 //	partition      int          required
 //	range_start    long         required  first batch id, inclusive
@@ -22,8 +36,20 @@
 //	writer         string       required  the pod or job that checkpointed the row
 //	checkpoint_id  string       required  the checkpoint's unique name
 //	recorded_at    timestamptz  required  when the row was written
+//	sink_key       string       required  PathKey(sink) (partition: identity)
 //
-// Snapshot summaries carry covmirror.writer and covmirror.checkpoint. The
+// The partition column is a path-safe key, never the sink name: iceberg-go
+// puts identity partition values into data file paths and a name like ".."
+// or "../x" would escape the table's location. PathKey passes
+// [A-Za-z0-9_-] and writes every other byte as ~XX; a key over 96 bytes is
+// a prefix, "~~" and a hash. Readers filter on the key and the name; SinkOf
+// recovers a file's sink. The positions table has source_key likewise.
+// Tables are of kind coverage/2 and positions/2 (table property
+// covmirror.schema); a table of the first shape, partitioned by the raw
+// name, is refused with ErrIncompatibleTable.
+//
+// Snapshot summaries carry covmirror.writer, covmirror.checkpoint and
+// covmirror.payload. The
 // table is created with manifest merging on, so commit latency stays flat as
 // checkpoints accumulate. An existing table whose schema lacks or retypes one
 // of these columns is refused with ErrIncompatibleTable and never altered.
@@ -31,7 +57,7 @@
 // Concurrent owners appending to the table always combine: the data files
 // are written once and the commit is retried on a freshly loaded table until
 // it lands or Options.CommitTimeout passes; a commit that failed without
-// proving it did not land is first looked for by its checkpoint name.
+// proving it did not land is first looked for by its writer and name.
 //
 // TableSink extends the invariant to a sink that is itself an Iceberg table
 // in a catalog with multi-table transactions: its rows and their coverage
