@@ -302,4 +302,5 @@ func (s *Store) closePebble(lock *pebble.Lock) error {
 }
 
 // closeWait bounds how long Close waits for a Pebble instance that failed.
-const closeWait = 10 * time.Second
+// A variable so that the fault tests can shorten it.
+var closeWait = 10 * time.Second
