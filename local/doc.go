@@ -41,9 +41,55 @@
 //
 // # Failures
 //
-// A directory held by another process fails with ErrLocked; a corrupt store
-// with coverage.ErrCorrupt; a store of another format with
-// ErrIncompatibleFormat. Each names the directory and the remedy: move it
-// aside and resume from the durable checkpoint, which Options.RecoverCorrupt
-// does automatically.
+// A directory held by another process fails with ErrLocked; one the process
+// may not write (permission denied, a read-only file system) with
+// ErrNotWritable; a corrupt store with coverage.ErrCorrupt; a store of
+// another format with ErrIncompatibleFormat. Each names the directory and
+// the remedy: move it aside and resume from the durable checkpoint, which
+// Options.RecoverCorrupt does automatically. Open reads every key back
+// (Pebble verifies the checksums) before it returns, so a garbled table is
+// ErrCorrupt from Open, not a failure later.
+//
+// # Under faults
+//
+// The invariant holds when the disk fails: covered never leads what was
+// recorded, checkpointed never leads covered, and a Record that returned
+// nil stays covered while the process lives (with Sync, across a crash).
+//
+// Pebble stops on some faults by calling its logger's Fatalf, which must not
+// return, and on a few by panicking. A library may not exit the process, so
+// the store fails instead (health.go): the first write under Dir that fails
+// (watchfs.go), a corruption Pebble reports, a Fatalf or a panic in a Pebble
+// call marks it failed, for good. From then on Record and the checkpoint
+// methods return that error (coverage.ErrUnavailable for a failed disk,
+// coverage.ErrCorrupt for corruption, naming the directory, the cause and
+// what to do); Covered, Destinations and Diagnostics still answer from
+// memory, which holds only acknowledged records. A Fatalf on one of our
+// calls is recovered into that error; one on a Pebble background goroutine
+// parks that goroutine for good, freezing the broken instance rather than
+// killing the process or letting it go on; no caller waits on it, and Close
+// leaves it, with the directory's lock, to the process's exit. The remedy is
+// to restart the process once the disk is fixed: the store reopens from what
+// Pebble wrote, and what it had not written is replayed.
+//
+// One Pebble path remains that no library can catch: a WAL that fails while
+// Pebble rotates it (a memtable filled up, every few megabytes of writes)
+// panics with Pebble's mutex released, and the runtime kills the process.
+// Close no longer flushes, which rotated the WAL each time; watchfs.go fails
+// the store at the first failed write, so a rotation only meets a WAL that
+// fails in that very rotation.
+//
+// Records are never dropped: staged records whose write fails stay staged and
+// covered in memory (their sinks acknowledged them; nothing else would write
+// them again, and a hole in raw's coverage would hide every other sink's gap
+// behind it). The write is retried with capped backoff, Diagnostics shows
+// the unpersisted keys and the last write error, and Record returns the
+// error once MaxUncommitted keys wait or the store has failed. Checkpoint
+// bookkeeping is committed in one batch with the staged records, so a mark
+// is never persisted without the coverage it marks.
+//
+// Ranges past coverage.MaxBatchEnd, which an older build accepted, stay
+// covered but are left out of every checkpoint, so that the durable tier's
+// refusal of them cannot block the checkpoints after: the durable tier lags
+// on them, which is safe.
 package local
