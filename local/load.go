@@ -21,6 +21,11 @@ const (
 
 // load checks the format and rebuilds the in-memory index from Pebble.
 func (s *Store) load() error {
+	// Read every key once: Pebble verifies each block's checksum, so a
+	// garbled table fails Open (ErrCorrupt) rather than a later call.
+	if err := s.scan(nil, nil, func(_, _ []byte) error { return nil }); err != nil {
+		return err
+	}
 	format, err := s.getMeta(metaFormat)
 	if err != nil {
 		return err
