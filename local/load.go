@@ -183,15 +183,3 @@ func (s *Store) getMetaJSON(name string, v any) (bool, error) {
 	}
 	return true, nil
 }
-
-// prefixEnd is the first key after every key starting with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
