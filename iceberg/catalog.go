@@ -33,12 +33,17 @@ func EmbeddedProps(stateDir string) (map[string]string, error) {
 	if err := os.MkdirAll(warehouse, 0o755); err != nil {
 		return nil, fmt.Errorf("iceberg: creating the warehouse %s: %w", warehouse, err)
 	}
+	// Both are URLs (SQLite opens "file:" names as URIs): built by
+	// concatenation, a # or ? in the path would end it early and a % would
+	// be decoded, putting the catalog outside stateDir. net/url escapes
+	// them, and SQLite and iceberg-go's file IO decode them back.
+	db := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "catalog.db"))}).String()
 	return map[string]string{
 		"type":                "sql",
-		"uri":                 SQLiteDSN(filepath.Join(abs, "catalog.db")),
+		"uri":                 db + strings.TrimPrefix(SQLiteDSN(""), "file:"),
 		sqlcat.DriverKey:      "sqlite",
 		sqlcat.DialectKey:     string(sqlcat.SQLite),
-		"warehouse":           "file://" + warehouse,
+		"warehouse":           (&url.URL{Scheme: "file", Path: filepath.ToSlash(warehouse)}).String(),
 		"init_catalog_tables": "true",
 	}, nil
 }

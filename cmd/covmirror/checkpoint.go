@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/mirror"
 )
 
 func runCheckpoint(ctx context.Context, g *globals, args []string) error {
@@ -13,25 +17,51 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	m, err := g.openMirror(ctx)
+	m, store, table, err := g.openMirror(ctx, mirror.Options{})
 	if err != nil {
 		return err
 	}
-	syncErr := m.Sync(ctx)
-	stats := m.Stats()
-	closeErr := m.Close()
-	if err := errors.Join(syncErr, closeErr); err != nil {
+	// Batch totals are summed here in big integers: ranges reach 2^63, so
+	// a few of them overflow the Mirror's uint64 counters.
+	before, err := pendingBatches(ctx, store)
+	if err != nil {
+		_ = store.Close()
 		return err
 	}
+	syncErr := explainWriteFailure(ctx, table, m.Sync(ctx))
+	stats := m.Stats()
+	after, diagErr := pendingBatches(ctx, store)
+	// The store, not the Mirror: Mirror.Close would checkpoint again and,
+	// after a failure, fail again with the same error.
+	closeErr := store.Close()
+	if err := errors.Join(syncErr, diagErr, closeErr); err != nil {
+		return err
+	}
+	checkpointed := new(big.Int).Sub(before, after)
 	if *asJSON {
 		return json.NewEncoder(g.stdout).Encode(map[string]any{
-			"checkpoints": stats.Checkpoints, "checkpointed_batches": stats.CheckpointedBatches, "pending_batches": stats.PendingBatches,
+			"checkpoints": stats.Checkpoints, "checkpointed_batches": checkpointed, "pending_batches": after,
 		})
 	}
 	if stats.Checkpoints == 0 {
 		fmt.Fprintln(g.stdout, "nothing pending: the coverage table is up to date with the local tier")
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "checkpointed %d batches in %d commit(s); %d batches pending\n", stats.CheckpointedBatches, stats.Checkpoints, stats.PendingBatches)
+	fmt.Fprintf(g.stdout, "checkpointed %s batches in %d commit(s); %s batches pending\n", checkpointed, stats.Checkpoints, after)
 	return nil
+}
+
+// pendingBatches sums the local tier's pending batches.
+func pendingBatches(ctx context.Context, store *local.Store) (*big.Int, error) {
+	diag, err := store.Diagnostics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := new(big.Int)
+	for _, d := range diag.Destinations {
+		for _, r := range d.Pending {
+			sum.Add(sum, new(big.Int).SetUint64(r.End-r.Start))
+		}
+	}
+	return sum, nil
 }

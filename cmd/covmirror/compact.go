@@ -45,9 +45,9 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 				return nil // stopped between steps
 			}
 			if *every == 0 {
-				return err
+				return explainWriteFailure(ctx, table, err)
 			}
-			fmt.Fprintf(g.stderr, "covmirror compact: %v; next run on schedule\n", err)
+			g.logger.Error("compaction failed; next run on schedule", "err", err)
 		}
 		if *every == 0 {
 			return nil
@@ -74,7 +74,7 @@ type compactRun struct {
 func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain compaction.MaintainOptions, asJSON bool) error {
 	run := compactRun{At: time.Now().UTC()}
 	if !maintain.DryRun {
-		opts := compaction.Options{}
+		opts := compaction.Options{Logger: g.logger}
 		if isTerminal(g.stderr) {
 			opts.Progress = func(sink string, r compaction.Result) {
 				fmt.Fprintf(g.stderr, "\rcompacting: %s done; %d files (%d bytes) read, %d files (%d bytes) written   ",

@@ -9,12 +9,14 @@ import (
 )
 
 // config is a configuration file's settings: the global flags' names
-// (state, namespace, table, writer) and catalog properties as
-// catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_* variables, then
-// the file, then the built-in defaults.
+// (state, namespace, table, writer, log.level, log.format) and catalog
+// properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
+// variables, then the file, then the built-in defaults. A # at the start of
+// a line or after a space or tab starts a comment; \# is a literal #
+// anywhere, and a # inside a word (pa#ss) is literal too.
 //
 //	# covmirror.conf
-//	state = /var/lib/covmirror
+//	state = /var/lib/covmirror   # the pod's own disk
 //	writer = pod-a
 //	catalog.type = sql
 //	catalog.uri = postgres://covmirror@db:5432/lake
@@ -27,7 +29,7 @@ type config struct {
 	props    map[string]string
 }
 
-var configKeys = []string{"state", "namespace", "table", "writer"}
+var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format"}
 
 // configPath finds --config in the global flags (before the command name),
 // or COVMIRROR_CONFIG.
@@ -68,8 +70,8 @@ func loadConfig(path string) (*config, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
+		line := strings.TrimSpace(stripComment(sc.Text()))
+		if line == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
@@ -101,4 +103,24 @@ func (c *config) value(key, env, def string) string {
 		return v
 	}
 	return def
+}
+
+// stripComment cuts line at a # that starts it or follows a space or tab,
+// and turns \# into #. Without this, "state = /srv/x   # a note" would name
+// a directory with the note in it.
+func stripComment(line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line) && line[i+1] == '#':
+			b.WriteByte('#')
+			i++
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return b.String()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

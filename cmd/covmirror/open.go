@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
@@ -13,7 +17,7 @@ import (
 func (g *globals) localDir() string { return filepath.Join(g.state, "local") }
 
 func (g *globals) openLocal() (*local.Store, error) {
-	return local.Open(local.Options{Dir: g.localDir()})
+	return local.Open(local.Options{Dir: g.localDir(), Logger: g.logger})
 }
 
 // openTable opens the coverage table in the configured catalog, or in the
@@ -30,22 +34,71 @@ func (g *globals) openTable(ctx context.Context) (*iceberg.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{g.namespace}, Name: g.table})
+	return iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{g.namespace}, Name: g.table, Logger: g.logger})
 }
 
-func (g *globals) openMirror(ctx context.Context) (*mirror.Mirror, error) {
+// openMirror opens the coverage table and the local tier and ties them
+// together; the caller closes the returned store (or the Mirror, which
+// closes it after a final checkpoint).
+func (g *globals) openMirror(ctx context.Context, opts mirror.Options) (*mirror.Mirror, *local.Store, *iceberg.Table, error) {
 	table, err := g.openTable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	l, err := g.openLocal()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	m, err := mirror.New(mirror.Options{Local: l, Durable: table, Writer: g.writer})
+	opts.Local, opts.Durable, opts.Writer, opts.Logger = l, table, g.writer, g.logger
+	m, err := mirror.New(opts)
 	if err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("%w", err)
+		return nil, nil, nil, err
 	}
-	return m, nil
+	return m, l, table, nil
+}
+
+// explainWriteFailure adds to a failed write into the table what a local
+// warehouse says when asked directly: the library may report only its
+// consequence (a data file with no rows), not that the directory refused
+// the write.
+func explainWriteFailure(ctx context.Context, table *iceberg.Table, err error) error {
+	if err == nil || table == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	tbl, loadErr := table.Load(ctx)
+	if loadErr != nil {
+		return err
+	}
+	dir, ok := localDir(tbl.Location())
+	if !ok {
+		return err
+	}
+	dir = filepath.Join(dir, "data")
+	// The nearest existing directory is where the writer would create one.
+	for {
+		if _, statErr := os.Lstat(dir); statErr == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	probe, probeErr := os.CreateTemp(dir, ".covmirror-write-probe-*")
+	if probeErr == nil {
+		_ = probe.Close()
+		_ = os.Remove(probe.Name())
+		return err
+	}
+	return fmt.Errorf("%w; the cause: the warehouse directory %s refuses new files (%v): make it writable for this process (owner, mode, a read-only mount), then retry; the local tier keeps everything pending", err, dir, probeErr)
+}
+
+// localDir is a location's local directory, if it is a file: URL or a path.
+func localDir(location string) (string, bool) {
+	if strings.HasPrefix(location, "/") {
+		return location, true
+	}
+	u, err := url.Parse(location)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return "", false
+	}
+	return u.Path, true
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/covmirror/covmirror/queries"
 )
 
+// haveDuckDB: this build runs the canned queries.
+const haveDuckDB = true
+
 func runQuery(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "query", "NAME [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql]\n\nqueries: "+strings.Join(queries.Names(), ", "))
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
@@ -24,7 +27,8 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps, summary and lag are measured against")
 	sink := fs.String("sink", "", "only this sink")
 	topic := fs.String("topic", "", "only this topic")
-	partition := fs.Int("partition", -1, "only this partition (-1: all)")
+	var partition partitionFlag
+	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
 	binding := fs.String("binding", "", `force the coverage relation's binding: "read_parquet" (local warehouse) or "scan" (default: read_parquet when the warehouse is local)`)
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -53,11 +57,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
 	}
-	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic}
-	if *partition >= 0 {
-		part := int32(*partition)
-		p.Partition = &part
-	}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p}
 	table, err := g.openTable(ctx)
 	if err != nil {
 		return err

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -63,11 +66,28 @@ type globals struct {
 	namespace      string
 	table          string
 	writer         string
+	// logger is slog to stderr at --log-level in --log-format: every
+	// library the commands open gets it.
+	logger *slog.Logger
 }
 
-// Run runs the command line args, writing to stdout and stderr.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	g := &globals{stdout: stdout, stderr: stderr, props: map[string]string{}}
+// Run runs the command line args, writing to stdout and stderr. A panic
+// anywhere in the command's goroutine is a bug: it becomes an error (exit
+// status 1) saying so, with the stack in the debug log, never a Go stack
+// trace on the terminal.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	g := &globals{stdout: stdout, stderr: stderr, props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
+	defer func() {
+		if r := recover(); r != nil {
+			g.logger.Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error (a bug in covmirror: please report it with this message; --log-level debug shows the stack): %v", r)
+		}
+	}()
+	return run(ctx, g, args)
+}
+
+func run(ctx context.Context, g *globals, args []string) error {
+	stdout, stderr := g.stdout, g.stderr
 	cfg, err := loadConfig(configPath(args))
 	if err != nil {
 		return usageError{err}
@@ -83,13 +103,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
 	host, _ := os.Hostname()
 	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
+	logLevel := fs.String("log-level", cfg.value("log.level", "COVMIRROR_LOG_LEVEL", "info"), "log level on stderr: debug, info, warn or error (env COVMIRROR_LOG_LEVEL; config file log.level)")
+	logFormat := fs.String("log-format", cfg.value("log.format", "COVMIRROR_LOG_FORMAT", "text"), "log format on stderr: text or json (env COVMIRROR_LOG_FORMAT; config file log.format)")
 	fs.Usage = func() { usage(stderr, fs) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
 		return usageError{err}
 	}
+	g.logger = logger
 	// Catalog properties come whole from one source: flags, else the
 	// environment, else the configuration file.
 	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
@@ -167,12 +191,94 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // parseFlags is parse for a subcommand that takes arguments besides flags.
+// The flag package would print a bad flag's error and the whole usage, and
+// main prints the error again: parsing is silent, --help prints the usage,
+// and a mistake is returned once, with a pointer to --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return errHelp
+	case fs.Name() == "covmirror": // the global flags
+		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
 	}
+	return usageError{fmt.Errorf("%s: %w (covmirror %[1]s --help lists the flags)", fs.Name(), err)}
+}
+
+// newLogger is slog to w at the named level, in the named format.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "info":
+		lvl = slog.LevelInfo
+	case "warn", "warning":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: use text or json", format)
+}
+
+// partitionFlag is an optional partition: a non-negative 32-bit integer,
+// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
+// -7 as "every partition").
+type partitionFlag struct{ p *int32 }
+
+func (f *partitionFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*f.p))
+}
+
+func (f *partitionFlag) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
+	}
+	p := int32(n)
+	f.p = &p
+	return nil
+}
+
+// onceFlag is a string flag that may be given once: a second value would
+// silently replace the first.
+type onceFlag struct {
+	name  string
+	value string
+	set   bool
+}
+
+func (f *onceFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.value
+}
+
+func (f *onceFlag) Set(s string) error {
+	if f.set {
+		return fmt.Errorf("given twice (%q, then %q): give --%s once", f.value, s, f.name)
+	}
+	f.value, f.set = s, true
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -25,17 +24,10 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if *interval <= 0 {
 		return usageError{errors.New("serve: --interval must be positive")}
 	}
-	table, err := g.openTable(ctx)
+	// The Mirror logs each failed checkpoint (and its retries) to the
+	// logger; the loop itself never stops on one.
+	m, store, table, err := g.openMirror(ctx, mirror.Options{Interval: *interval})
 	if err != nil {
-		return err
-	}
-	store, err := local.Open(local.Options{Dir: g.localDir()})
-	if err != nil {
-		return err
-	}
-	m, err := mirror.New(mirror.Options{Local: store, Durable: table, Writer: g.writer, Interval: *interval})
-	if err != nil {
-		_ = store.Close()
 		return err
 	}
 	reg := prometheus.NewRegistry()
@@ -55,7 +47,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	runErr := m.Run(ctx) // until SIGTERM
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = errors.Join(runErr, srv.Shutdown(shutdownCtx), m.Close())
+	err = errors.Join(runErr, srv.Shutdown(shutdownCtx), explainWriteFailure(shutdownCtx, table, m.Close()))
 	if serr := <-serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
