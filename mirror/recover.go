@@ -74,9 +74,10 @@ type Replayer interface {
 
 // ReferenceVerifier is an optional capability of a Replayer, found by type
 // assertion: it can read the reference (raw) itself. VerifyReference returns
-// the ranges of task.Range that raw durably holds, as read back from raw now
-// (not as anyone's record says), and nil for none. Every range returned must
-// lie inside task.Range.
+// the ranges of task.Range that task.Destination's sink (the reference)
+// durably holds for its topic and partition, as read back from it now (not
+// as anyone's record says), and nil for none. Every range returned must lie
+// inside task.Range; Recover records them for task.Destination.
 type ReferenceVerifier interface {
 	VerifyReference(ctx context.Context, task Task) ([]coverage.Range, error)
 }
