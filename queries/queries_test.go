@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -124,23 +125,42 @@ func (m model) coverageRows(p Params) []row {
 	return out
 }
 
-// gapRows: for every reference destination and every other sink with rows
-// of that topic, the reference's ranges the sink lacks.
-func (m model) gapRows(p Params) []row {
+// sinksOf: per topic, the sinks other than the reference with rows of it
+// in any partition (the partition filter does not apply: a sink that never
+// wrote the selected partition lacks all of it).
+func (m model) sinksOf(p Params) map[string]map[string]bool {
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	sinksOf := map[string]map[string]bool{}
 	for d := range m {
-		if d.Sink != ref && m.matches(coverage.Destination{Sink: p.Sink, Topic: d.Topic, Partition: d.Partition}, p) && (p.Sink == "" || d.Sink == p.Sink) {
+		if d.Sink != ref && (p.Topic == "" || d.Topic == p.Topic) && (p.Sink == "" || d.Sink == p.Sink) {
 			if sinksOf[d.Topic] == nil {
 				sinksOf[d.Topic] = map[string]bool{}
 			}
 			sinksOf[d.Topic][d.Sink] = true
 		}
 	}
+	return sinksOf
+}
+
+// gapRows: for every reference destination and every other sink with rows
+// of that topic, the reference's ranges the sink lacks; and the reference's
+// own holes between its first and last covered batch, under its name.
+func (m model) gapRows(p Params) []row {
+	ref := cmpOr(p.Reference, coverage.RawSink)
+	sinksOf := m.sinksOf(p)
 	var out []row
 	for d, refSet := range m {
 		if d.Sink != ref || (p.Topic != "" && d.Topic != p.Topic) || (p.Partition != nil && d.Partition != *p.Partition) {
 			continue
+		}
+		if p.Sink == "" || p.Sink == ref {
+			var prev *coverage.Range
+			for rg := range refSet.All() {
+				if prev != nil {
+					out = append(out, row{ref, d.Topic, d.Partition, int64(prev.End), int64(rg.Start)})
+				}
+				prev = &rg
+			}
 		}
 		for sink := range sinksOf[d.Topic] {
 			covered := m[d.WithSink(sink)]
@@ -277,25 +297,49 @@ func checkSummary(t *testing.T, db *DB, m model, p Params, gaps []row, where str
 		t.Fatalf("%s: summary: %v", where, err)
 	}
 	ref := cmpOr(p.Reference, coverage.RawSink)
-	covered, gapCount, missing := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	// Listed: the sinks measured (any partition of the topic), and the
+	// reference where it has rows under the filters.
+	listed := map[string]bool{}
+	for _, sinks := range m.sinksOf(p) {
+		for sink := range sinks {
+			listed[sink] = true
+		}
+	}
+	covered, gapCount, missing := map[string]*big.Int{}, map[string]int64{}, map[string]*big.Int{}
 	for d, set := range m {
-		if d.Sink != ref && m.matches(d, p) {
-			covered[d.Sink] += int64(set.Batches())
+		if m.matches(d, p) {
+			if d.Sink == ref {
+				listed[ref] = true
+			}
+			covered[d.Sink] = new(big.Int).Add(bigOf(covered[d.Sink]), new(big.Int).SetUint64(set.Batches()))
 		}
 	}
 	for _, g := range gaps {
 		gapCount[g.Sink]++
-		missing[g.Sink] += g.End - g.Start
+		missing[g.Sink] = new(big.Int).Add(bigOf(missing[g.Sink]), big.NewInt(g.End-g.Start))
 	}
-	if len(res.Rows) != len(covered) {
-		t.Fatalf("%s: summary has %d sinks, want %d: %v", where, len(res.Rows), len(covered), res.Rows)
+	if len(res.Rows) != len(listed) {
+		t.Fatalf("%s: summary has %d sinks, want %d (%v): %v", where, len(res.Rows), len(listed), listed, res.Rows)
 	}
 	for _, v := range res.Rows {
 		sink := v[0].(string)
-		if v[2].(int64) != covered[sink] || v[3].(int64) != gapCount[sink] || v[4].(int64) != missing[sink] {
-			t.Fatalf("%s: summary row %v; want covered %d, gaps %d, missing %d", where, v, covered[sink], gapCount[sink], missing[sink])
+		if !listed[sink] || bigOf(v[2]).Cmp(bigOf(covered[sink])) != 0 || v[3].(int64) != gapCount[sink] || bigOf(v[4]).Cmp(bigOf(missing[sink])) != 0 {
+			t.Fatalf("%s: summary row %v; want covered %v, gaps %d, missing %v", where, v, covered[sink], gapCount[sink], missing[sink])
 		}
 	}
+}
+
+// bigOf is a result's whole number (int64 or *big.Int) as a big.Int; nil is 0.
+func bigOf(v any) *big.Int {
+	switch v := v.(type) {
+	case int64:
+		return big.NewInt(v)
+	case *big.Int:
+		if v != nil {
+			return v
+		}
+	}
+	return new(big.Int)
 }
 
 func TestFilesQueryCountsFilesAndSnapshots(t *testing.T) {
@@ -378,4 +422,129 @@ func TestDeleteFilesAreRefused(t *testing.T) {
 		t.Fatalf("open over a snapshot with delete files: %v", err)
 	}
 	t.Logf("what the operator sees: %v", err)
+}
+
+func appendRanges(t *testing.T, tbl *iceberg.Table, name string, rows map[coverage.Destination][]coverage.Range) {
+	t.Helper()
+	var drs []coverage.DestinationRanges
+	for _, d := range slices.SortedFunc(maps.Keys(rows), coverage.Destination.Compare) {
+		drs = append(drs, coverage.DestinationRanges{Destination: d, Ranges: rows[d]})
+	}
+	if err := tbl.Append(ctx, iceberg.Commit{Name: name, Writer: "pod", Ranges: drs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPartitionFilterKeepsSinksThatNeverWroteIt: the lake wrote partition 0
+// only; with $partition = 1 it still lacks all of raw's partition 1 (the
+// sink list once came from rows already filtered by partition).
+func TestPartitionFilterKeepsSinksThatNeverWroteIt(t *testing.T) {
+	tbl := openTable(t)
+	raw0, raw1 := coverage.Destination{Sink: "raw", Topic: "orders"}, coverage.Destination{Sink: "raw", Topic: "orders", Partition: 1}
+	appendRanges(t, tbl, "pod/1", map[coverage.Destination][]coverage.Range{
+		raw0: {{Start: 1, End: 10}}, raw1: {{Start: 1, End: 8}}, raw0.WithSink("lake"): {{Start: 1, End: 10}},
+	})
+	db, err := Open(ctx, tbl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	one := int32(1)
+	p := Params{Partition: &one}
+	res, err := db.Run(ctx, "gaps", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := destinationRows(t, res); !slices.Equal(got, []row{{"lake", "orders", 1, 1, 8}}) {
+		t.Fatalf("gaps of partition 1: %v", got)
+	}
+	res, err = db.Run(ctx, "summary", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 || res.Rows[0][0] != "lake" || res.Rows[0][3] != int64(1) || res.Rows[0][4] != int64(7) {
+		t.Fatalf("summary of partition 1: %v", res.Rows)
+	}
+	res, err = db.Run(ctx, "lag", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != "lake" || res.Rows[0][3] != int64(7) {
+		t.Fatalf("lag of partition 1: %v", res.Rows)
+	}
+}
+
+// TestReferenceHolesAreGapsOfTheReference: raw's own hole [10,20) hides
+// every sink's gap there; it is reported as a gap of raw.
+func TestReferenceHolesAreGapsOfTheReference(t *testing.T) {
+	tbl := openTable(t)
+	raw := coverage.Destination{Sink: "raw", Topic: "orders"}
+	appendRanges(t, tbl, "pod/1", map[coverage.Destination][]coverage.Range{
+		raw: {{Start: 1, End: 10}, {Start: 20, End: 30}, {Start: 35, End: 40}}, raw.WithSink("lake"): {{Start: 1, End: 25}},
+	})
+	db, err := Open(ctx, tbl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Run(ctx, "gaps", Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{"lake", "orders", 0, 25, 30}, {"lake", "orders", 0, 35, 40}, {"raw", "orders", 0, 10, 20}, {"raw", "orders", 0, 30, 35}}
+	if got := destinationRows(t, res); !slices.Equal(got, want) {
+		t.Fatalf("gaps: %s", rowDiff(got, want))
+	}
+	res, err = db.Run(ctx, "summary", Params{Sink: "raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != "raw" || res.Rows[0][2] != int64(24) || res.Rows[0][3] != int64(2) || res.Rows[0][4] != int64(15) || res.Rows[0][7] != int64(10) {
+		t.Fatalf("summary of raw: %v", res.Rows)
+	}
+}
+
+// TestTotalsPastBigint: covered, missing and behind batches summed over
+// ranges near coverage.MaxBatchEnd pass 2^63 (once a DuckDB Conversion
+// Error) and come back exact.
+func TestTotalsPastBigint(t *testing.T) {
+	tbl := openTable(t)
+	rows := map[coverage.Destination][]coverage.Range{}
+	full := coverage.Range{Start: 0, End: coverage.MaxBatchEnd}
+	for part := range int32(3) {
+		rows[coverage.Destination{Sink: "raw", Topic: "orders", Partition: part}] = []coverage.Range{full}
+		rows[coverage.Destination{Sink: "lake", Topic: "orders", Partition: part}] = []coverage.Range{{Start: 0, End: 1}}
+		rows[coverage.Destination{Sink: "warehouse", Topic: "orders", Partition: part}] = []coverage.Range{full}
+	}
+	appendRanges(t, tbl, "pod/1", rows)
+	db, err := Open(ctx, tbl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	three := func(n uint64) *big.Int { return new(big.Int).Mul(big.NewInt(3), new(big.Int).SetUint64(n)) }
+	res, err := db.Run(ctx, "summary", Params{})
+	if err != nil {
+		t.Fatalf("summary: %v", err)
+	}
+	want := map[string][2]*big.Int{ // covered, missing
+		"lake": {big.NewInt(3), three(coverage.MaxBatchEnd - 1)}, "raw": {three(coverage.MaxBatchEnd), big.NewInt(0)},
+		"warehouse": {three(coverage.MaxBatchEnd), big.NewInt(0)},
+	}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("summary: %v", res.Rows)
+	}
+	for _, v := range res.Rows {
+		w := want[v[0].(string)]
+		if bigOf(v[2]).Cmp(w[0]) != 0 || bigOf(v[4]).Cmp(w[1]) != 0 {
+			t.Fatalf("summary row %v: want covered %v, missing %v", v, w[0], w[1])
+		}
+	}
+	res, err = db.Run(ctx, "lag", Params{Sink: "lake"})
+	if err != nil {
+		t.Fatalf("lag: %v", err)
+	}
+	if len(res.Rows) != 1 || bigOf(res.Rows[0][3]).Cmp(three(coverage.MaxBatchEnd-1)) != 0 {
+		t.Fatalf("lag: %v", res.Rows)
+	}
 }

@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
 )
 
 // Result is a query's output: column names and rows of Go values (string,
-// int32, int64, time.Time, or nil for NULL).
+// int32, int64, time.Time, or nil for NULL). Batch totals (DECIMAL(38,0)
+// sums) are int64 where they fit and *big.Int past that.
 type Result struct {
 	Columns []string
 	Rows    [][]any
@@ -54,9 +57,7 @@ func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error)
 			return nil, fmt.Errorf("queries: %w", err)
 		}
 		for i, v := range row {
-			if b, ok := v.(*big.Int); ok && b.IsInt64() {
-				row[i] = b.Int64() // sums of BIGINT are HUGEINT
-			}
+			row[i] = integer(v)
 		}
 		res.Rows = append(res.Rows, row)
 	}
@@ -64,4 +65,25 @@ func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error)
 		return nil, fmt.Errorf("queries: %w", err)
 	}
 	return res, nil
+}
+
+// integer turns a whole-number HUGEINT or DECIMAL into an int64, or a
+// *big.Int when it does not fit; other values pass through.
+func integer(v any) any {
+	var b *big.Int
+	switch v := v.(type) {
+	case *big.Int:
+		b = v
+	case duckdb.Decimal:
+		if v.Scale != 0 || v.Value == nil {
+			return v
+		}
+		b = v.Value
+	default:
+		return v
+	}
+	if b.IsInt64() {
+		return b.Int64()
+	}
+	return b
 }

@@ -251,6 +251,9 @@ func (f *partitionFlag) String() string {
 }
 
 func (f *partitionFlag) Set(s string) error {
+	if f.p != nil {
+		return fmt.Errorf("given twice (%d, then %q): give --partition once", *f.p, s)
+	}
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 	if err != nil || n < 0 {
 		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)

@@ -1,21 +1,28 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
--- lacks, inner and trailing, for every sink that has rows of the topic.
+-- lacks, inner and trailing, for every sink that has rows of the topic; and
+-- the reference's own holes, between its first and last covered batch, as
+-- gaps of the reference (sink = the reference). `covmirror gaps --json`
+-- gives the same rows, computed in Go.
 --
 -- Rows are merged first (see coverage.sql); then, for each merged reference
 -- range and each sink, the sink's merged ranges are clipped to it and the
 -- holes between them, before the first and after the last are the gaps. A
--- sink with no rows at all for a reference partition lacks all of it.
+-- sink with no rows at all for a reference partition lacks all of it, with
+-- $partition set too.
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
-WITH selected AS (
+WITH topic_rows AS (
     -- DISTINCT: repeated rows go, and what remains is totally ordered by
     -- (range_start, range_end) within a destination, so that both window
     -- passes below see one order (with ties, they need not).
     SELECT DISTINCT sink, topic, "partition", range_start, range_end
     FROM coverage
     WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
+),
+selected AS (
+    SELECT * FROM topic_rows
+    WHERE (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
 ),
 running AS (
     SELECT *, max(range_end) OVER (
@@ -35,7 +42,9 @@ merged AS (
     GROUP BY sink, topic, "partition", run
 ),
 sinks AS (
-    SELECT DISTINCT sink, topic FROM selected
+    -- from every partition of the topic, not only the selected one: a sink
+    -- that never wrote the selected partition lacks all of it
+    SELECT DISTINCT sink, topic FROM topic_rows
     WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
 wanted AS (
@@ -65,8 +74,22 @@ holes AS (
            coalesce(lag(cov_end) OVER (PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start), ref_start) AS gap_start,
            cov_start AS gap_end
     FROM ends
+),
+reference_holes AS (
+    -- the reference's own holes, between its first and last covered batch:
+    -- nothing says raw holds them, so every sink's gap there is hidden
+    -- until they are verified; they are gaps of the reference itself
+    SELECT sink, topic, "partition",
+           lag(range_end) OVER (PARTITION BY topic, "partition" ORDER BY range_start) AS gap_start,
+           range_start AS gap_end
+    FROM merged
+    WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+),
+gap_rows AS (
+    SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end
+    UNION ALL
+    SELECT sink, topic, "partition", gap_start, gap_end FROM reference_holes WHERE gap_start < gap_end
 )
 SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end"
-FROM holes
-WHERE gap_start < gap_end
+FROM gap_rows
 ORDER BY sink, topic, "partition", "start"

@@ -4,13 +4,19 @@
 -- Inner gaps are gaps.sql's business; lag is the trailing edge only, which
 -- needs no merging (the highest range_end is the same before and after).
 --
+-- batches_behind is a DECIMAL(38,0) sum: a few destinations near 2^63
+-- overflow BIGINT.
+--
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
-WITH selected AS (
+WITH topic_rows AS (
     SELECT sink, topic, "partition", range_start, range_end, recorded_at
     FROM coverage
     WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
+),
+selected AS (
+    SELECT * FROM topic_rows
+    WHERE (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
 ),
 ends AS (
     SELECT sink, topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end,
@@ -19,7 +25,9 @@ ends AS (
     GROUP BY sink, topic, "partition"
 ),
 sinks AS (
-    SELECT DISTINCT sink, topic FROM selected
+    -- from every partition of the topic: a sink that never wrote the
+    -- selected partition is behind by all of it
+    SELECT DISTINCT sink, topic FROM topic_rows
     WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
 behind AS (
@@ -35,7 +43,7 @@ behind AS (
 SELECT sink,
        count(*) AS destinations,
        CAST(sum(CASE WHEN batches_behind > 0 THEN 1 ELSE 0 END) AS BIGINT) AS destinations_behind,
-       CAST(sum(batches_behind) AS BIGINT) AS batches_behind,
+       sum(CAST(batches_behind AS DECIMAL(38,0))) AS batches_behind,
        max(batches_behind) AS max_batches_behind,
        max(sink_recorded_at) AS last_recorded_at,
        max(reference_recorded_at) AS reference_last_recorded_at

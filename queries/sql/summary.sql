@@ -1,18 +1,23 @@
 -- summary: per sink, against a reference (raw by default): the batches it
 -- covers, how many gaps it has, how many batches they miss, and its oldest
 -- gap (the one starting at the lowest batch id). The gaps are gaps.sql's,
--- and the rows are merged first the same way.
+-- the reference's own holes included: the reference has a row too. The rows
+-- are merged first the same way. Batch totals are DECIMAL(38,0): a few
+-- ranges near 2^63 overflow BIGINT, in DuckDB, Trino and Spark alike.
 --
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
-WITH selected AS (
+WITH topic_rows AS (
     -- DISTINCT: repeated rows go, and what remains is totally ordered by
     -- (range_start, range_end) within a destination, so that both window
     -- passes below see one order (with ties, they need not).
     SELECT DISTINCT sink, topic, "partition", range_start, range_end
     FROM coverage
     WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
+),
+selected AS (
+    SELECT * FROM topic_rows
+    WHERE (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
 ),
 running AS (
     SELECT *, max(range_end) OVER (
@@ -32,7 +37,9 @@ merged AS (
     GROUP BY sink, topic, "partition", run
 ),
 sinks AS (
-    SELECT DISTINCT sink, topic FROM selected
+    -- from every partition of the topic, not only the selected one: a sink
+    -- that never wrote the selected partition lacks all of it
+    SELECT DISTINCT sink, topic FROM topic_rows
     WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
 wanted AS (
@@ -63,17 +70,33 @@ holes AS (
            cov_start AS gap_end
     FROM ends
 ),
+reference_holes AS (
+    -- the reference's own holes, between its first and last covered batch:
+    -- nothing says raw holds them, so every sink's gap there is hidden
+    -- until they are verified; they are gaps of the reference itself
+    SELECT sink, topic, "partition",
+           lag(range_end) OVER (PARTITION BY topic, "partition" ORDER BY range_start) AS gap_start,
+           range_start AS gap_end
+    FROM merged
+    WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end
+    UNION ALL
+    SELECT sink, topic, "partition", gap_start, gap_end FROM reference_holes WHERE gap_start < gap_end
+),
+listed AS (
+    SELECT sink FROM sinks
+    UNION
+    SELECT sink FROM merged WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
 covered AS (
-    SELECT sink, count(*) AS ranges, CAST(sum(range_end - range_start) AS BIGINT) AS covered_batches
+    SELECT sink, count(*) AS ranges, sum(CAST(range_end - range_start AS DECIMAL(38,0))) AS covered_batches
     FROM merged
-    WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
     GROUP BY sink
 ),
 missing AS (
-    SELECT sink, count(*) AS gaps, CAST(sum(gap_end - gap_start) AS BIGINT) AS missing_batches
+    SELECT sink, count(*) AS gaps, sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) AS missing_batches
     FROM gap_rows
     GROUP BY sink
 ),
@@ -82,11 +105,12 @@ oldest AS (
            row_number() OVER (PARTITION BY sink ORDER BY gap_start, topic, "partition") AS n
     FROM gap_rows
 )
-SELECT c.sink, c.ranges, c.covered_batches,
-       coalesce(m.gaps, 0) AS gaps, coalesce(m.missing_batches, 0) AS missing_batches,
+SELECT l.sink, coalesce(c.ranges, 0) AS ranges, coalesce(c.covered_batches, CAST(0 AS DECIMAL(38,0))) AS covered_batches,
+       coalesce(m.gaps, 0) AS gaps, coalesce(m.missing_batches, CAST(0 AS DECIMAL(38,0))) AS missing_batches,
        o.topic AS oldest_gap_topic, o."partition" AS oldest_gap_partition,
        o.gap_start AS oldest_gap_start, o.gap_end AS oldest_gap_end
-FROM covered c
-LEFT JOIN missing m ON m.sink = c.sink
-LEFT JOIN oldest o ON o.sink = c.sink AND o.n = 1
-ORDER BY c.sink
+FROM listed l
+LEFT JOIN covered c ON c.sink = l.sink
+LEFT JOIN missing m ON m.sink = l.sink
+LEFT JOIN oldest o ON o.sink = l.sink AND o.n = 1
+ORDER BY l.sink
