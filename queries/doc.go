@@ -22,5 +22,11 @@
 // The invariant it owns: rows are a log of possibly overlapping and
 // duplicated ranges, and every query merges them before computing gaps, so
 // a query never reports a batch covered that no row covers, nor a gap that
-// some row covers.
+// some row covers. Gaps are measured against the reference's coverage, so a
+// hole in the reference would hide every sink's gap behind it: the gaps and
+// summary queries report the reference's own holes (between its first and
+// last covered batch) as gaps of the reference, exactly as mirror.Plan
+// does. Filters never shrink the set of sinks measured: a sink of the topic
+// that never wrote the selected partition lacks all of it. Batch totals are
+// DECIMAL(38,0): sums of ranges near 2^63 do not overflow.
 package queries
