@@ -221,3 +221,24 @@ func TestServeLogsAFailedCheckpoint(t *testing.T) {
 		t.Fatalf("serve reported its own stop as the error: %v", err)
 	}
 }
+
+// TestLocalTierFailuresExit1: a local tier that cannot be used (garbage
+// where the store should be, a file where its directory should be) is exit
+// status 1 with the store's own message, from every command that opens it.
+func TestLocalTierFailuresExit1(t *testing.T) {
+	garbage := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(garbage, "local"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(garbage, "local", "CURRENT"), []byte("garbage\n"), 0o644)
+	notDir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(notDir, "local"), []byte("x"), 0o644)
+	for state, want := range map[string]string{garbage: "corrupt", notDir: "not a directory"} {
+		for _, args := range [][]string{{"record", "--sink", "raw", "--topic", "t", "--range", "1:2"}, {"inspect"}, {"checkpoint"}} {
+			out, _, err := runCLI(t, state, args...)
+			if exitCode(err) != 1 || out != "" || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "a bug") {
+				t.Errorf("%s on %s: exit %d, %q, %v (want exit 1 and %q)", args[0], state, exitCode(err), out, err, want)
+			}
+		}
+	}
+}
