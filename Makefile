@@ -4,13 +4,16 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 60s
 PKGS        ?= ./...
 
-.PHONY: build test test-integration bench fuzz lint ci clean
+SIMTIME     ?= 10m
+
+.PHONY: build test test-integration bench fuzz lint ci clean simulate
 
 build:
 	$(GO) build $(PKGS)
 
 # The test command: race detector on, and the "invariants" tag re-checking
-# every RangeSet's normalization after each mutation.
+# every RangeSet's normalization after each mutation. internal/sim runs a
+# few seeds of the whole-pod simulation here; make simulate runs many.
 test:
 	$(GO) test -race -tags invariants -timeout 30m $(PKGS)
 
@@ -35,6 +38,12 @@ bench:
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
+
+# The whole-pod simulation (internal/sim) on seeds from a random first one
+# for SIMTIME; prints the seeds, steps and faults injected by kind, and each
+# failing seed (go test ./internal/sim -seed N -v replays one).
+simulate:
+	$(GO) test ./internal/sim -run '^TestSimulation$$' -simtime $(SIMTIME) -timeout 0 -count=1 -v 2>&1 | grep -v '^=== RUN'
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:

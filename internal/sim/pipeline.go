@@ -90,6 +90,7 @@ type Pipeline struct {
 	Raw        *Store
 	Sinks      []*Store
 	Acked      map[int32]uint64 // per partition, the last batch acked to the source
+	AckedEnd   map[int32]uint64 // per partition, the batch after the last one acked; 0: none acked
 	// RecordFailed is told of a write that succeeded but whose record
 	// failed (coverage then lags the sink). A nil return goes on; nil
 	// RecordFailed: the failure is returned.
@@ -99,7 +100,7 @@ type Pipeline struct {
 // NewPipeline is a pipeline on topic with partitions, raw and the sinks
 // named, nothing acked yet.
 func NewPipeline(topic string, partitions int32, sinks ...string) *Pipeline {
-	p := &Pipeline{Topic: topic, Partitions: partitions, Raw: NewStore(coverage.RawSink), Acked: map[int32]uint64{}}
+	p := &Pipeline{Topic: topic, Partitions: partitions, Raw: NewStore(coverage.RawSink), Acked: map[int32]uint64{}, AckedEnd: map[int32]uint64{}}
 	for _, s := range sinks {
 		p.Sinks = append(p.Sinks, NewStore(s))
 	}
@@ -134,6 +135,7 @@ func (p *Pipeline) Ingest(ctx context.Context, owner coverage.Store, part int32,
 		return false, err
 	}
 	p.Acked[part] = max(p.Acked[part], b)
+	p.AckedEnd[part] = max(p.AckedEnd[part], b+1)
 	for _, s := range p.Sinks {
 		if err := p.writeThenRecord(ctx, owner, d.WithSink(s.Name), r, func(context.Context) error { return s.Write(d, r) }); err != nil && !errors.Is(err, ErrSinkDown) {
 			return true, err

@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// pod is one pipeline pod: its local tier on its own (in-memory, crashable)
+// disk, behind the filesystem faults, and its Mirror into the shared table.
+type pod struct {
+	name  string
+	mem   *vfs.MemFS
+	local *local.Store
+	m     *mirror.Mirror
+	fails int // local failures in a row; a supervisor restarts the pod at 3
+}
+
+const podDir = "/covmirror"
+
+// openPod opens name's local tier on mem and a Mirror over it. Opening is
+// retried; a disk that keeps failing the open is opened without faults
+// (noted), since a pod that cannot start tests nothing.
+func (w *world) openPod(name string, mem *vfs.MemFS) (*pod, error) {
+	opts := local.Options{Dir: podDir, FS: errorfs.Wrap(mem, w.f.fs()), CommitDelay: -1, RecoverCorrupt: true, Logger: w.cfg.Logger}
+	l, err := local.Open(opts)
+	for attempt := 1; err != nil && attempt < 5; attempt++ {
+		// Each attempt is a new process: the disk as the last one left it
+		// (a killed process loses no written data), no locks held.
+		mem = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+		opts.FS = errorfs.Wrap(mem, w.f.fs())
+		l, err = local.Open(opts)
+	}
+	if err != nil {
+		w.note("%s: local open failed 5 times (%v); opened without filesystem faults", name, err)
+		mem = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+		opts.FS = mem
+		if l, err = local.Open(opts); err != nil {
+			return nil, fmt.Errorf("%s: the local tier does not open after a crash, even without faults: %w", name, err)
+		}
+	}
+	m, err := mirror.New(mirror.Options{Local: l, Durable: w.table, Writer: name, Logger: w.cfg.Logger})
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return &pod{name: name, mem: mem, local: l, m: m}, nil
+}
+
+// newPod starts a new owner on a fresh disk.
+func (w *world) newPod(ctx context.Context) error {
+	w.pods++
+	p, err := w.openPod(fmt.Sprintf("pod-%d", w.pods), vfs.NewCrashableMem())
+	if err != nil {
+		return err
+	}
+	w.pod = p
+	w.note("%s starts on a fresh disk", p.name)
+	return nil
+}
+
+// kill stops the pod without a final checkpoint. Its disk stays as it is.
+func (p *pod) kill() { _ = p.local.Close() }
+
+// crash models the pod's machine losing power: its disk keeps what was
+// synced and a random share of what was not; the pod restarts on it.
+func (w *world) crash(ctx context.Context) error {
+	old := w.pod
+	clone := old.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: w.r.IntN(101), RNG: rand.New(rand.NewPCG(w.r.Uint64(), 0))})
+	old.kill()
+	p, err := w.openPod(old.name, clone)
+	if err != nil {
+		return err
+	}
+	w.pod = p
+	w.note("%s crashed and restarted", p.name)
+	return nil
+}
+
+// replayer replays from the simulated raw and verifies raw by reading it.
+type replayer struct{ p *Pipeline }
+
+func (r replayer) Replay(_ context.Context, t mirror.Task) error {
+	return r.p.Replay(t.Destination, t.Range)
+}
+
+// VerifyReference implements mirror.ReferenceVerifier: what of the task's
+// range raw really holds.
+func (r replayer) VerifyReference(_ context.Context, t mirror.Task) ([]coverage.Range, error) {
+	task, err := coverage.NewRangeSet(t.Range)
+	if err != nil {
+		return nil, err
+	}
+	lacks := coverage.Gaps(&task, r.p.Raw.Holds(t.Destination))
+	held := coverage.Gaps(&task, &lacks)
+	return held.Ranges(), nil
+}
+
+// ackedEnds is, per partition, the batch after the last one acked.
+func (w *world) ackedEnds() map[mirror.TopicPartition]uint64 {
+	out := map[mirror.TopicPartition]uint64{}
+	for part := range w.p.Partitions {
+		if end := w.p.AckedEnd[part]; end > 0 {
+			out[mirror.TopicPartition{Topic: w.p.Topic, Partition: part}] = end
+		}
+	}
+	return out
+}
+
+// plan is mirror.Plan from the faulty table, as the recovery worker sees it.
+func (w *world) plan(ctx context.Context, t *iceberg.Table, maxBatches uint64) ([]mirror.Task, error) {
+	tasks, err := mirror.Plan(ctx, t, mirror.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), SourceAckedEnds: w.ackedEnds()})
+	if errors.Is(err, mirror.ErrNoReference) {
+		return nil, fmt.Errorf("%w (raw's records may all have been lost; the source's acked ends were given)", err)
+	}
+	return tasks, err
+}

@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/faultio"
+)
+
+// Config is one simulation run.
+type Config struct {
+	// Seed draws everything: the steps, the fault rates, the faults. The
+	// same seed replays the same sequence of steps; which file operation a
+	// fault strikes may vary with Pebble's and iceberg-go's goroutines.
+	Seed uint64
+	// Steps is how many random steps run with faults on, before faults
+	// stop and recovery runs to quiescence. Zero value: 150.
+	Steps int
+	// Dir holds the catalog and the warehouse (the pods' local tiers are
+	// in memory). Required: a fresh directory.
+	Dir string
+	// Logger receives what the libraries log. Zero value: discard.
+	Logger *slog.Logger
+	// Trace, when set, receives a line per step and outcome, as it happens.
+	Trace func(line string)
+}
+
+// Result is what a run did.
+type Result struct {
+	Steps   int            // steps run, the final recovery's included
+	Batches uint64         // batches acked to the source
+	Ops     map[string]int // steps by kind
+	Faults  map[string]int // faults injected, by kind
+	Rates   Rates          // the fault rates the seed drew
+}
+
+// Failure is a run's failed check: its seed, the step, what was wrong, and
+// the last steps that led there.
+type Failure struct {
+	Seed  uint64
+	Step  int
+	Err   error
+	Trace []string
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("sim: seed %d, step %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d\nlast steps:\n  %s",
+		f.Seed, f.Step, f.Err, f.Seed, strings.Join(f.Trace, "\n  "))
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// world is everything a run has: the pipeline's stores, the catalog (the
+// faulty view the pods use, and the true one the checks read), the pod.
+type world struct {
+	cfg    Config
+	r      *rand.Rand
+	p      *Pipeline
+	f      *faults
+	table  *iceberg.Table // through the faults: what the pods use
+	truth  *iceberg.Table // the same table, no faults: what the checks read
+	pod    *pod
+	pods   int
+	down   map[string]bool // sinks in an outage
+	res    Result
+	step   int
+	trace  []string
+	recent time.Time
+}
+
+// Run runs one simulation. A failed invariant is a *Failure naming the seed;
+// other errors are the simulation's own (a catalog that cannot be opened).
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Steps == 0 {
+		cfg.Steps = 150
+	}
+	if cfg.Dir == "" {
+		return Result{}, errors.New("sim: Config.Dir is empty: give the run a fresh directory")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
+	w := &world{cfg: cfg, r: r, p: NewPipeline("orders", 1+int32(r.IntN(2)), "lake", "warehouse", "search"),
+		f: newFaults(cfg.Seed, drawRates(r)), down: map[string]bool{},
+		res: Result{Ops: map[string]int{}}}
+	for _, s := range append(w.p.Sinks, w.p.Raw) {
+		rate := w.f.rates.SinkWrite
+		if s == w.p.Raw {
+			rate = w.f.rates.RawWrite
+		}
+		name := s.Name
+		s.Down = func() bool { return w.down[name] || w.f.sim(w.r, name+" write refused", rate) }
+	}
+	if err := w.open(ctx); err != nil {
+		return w.res, err
+	}
+	defer w.close()
+	err := w.run(ctx)
+	w.res.Faults, w.res.Rates = w.f.Counts(), w.f.rates
+	w.res.Steps = w.step
+	for part := range w.p.Partitions {
+		w.res.Batches += w.p.AckedEnd[part]
+	}
+	return w.res, err
+}
+
+// open opens the catalog, the table through the faults and without them,
+// and the first pod.
+func (w *world) open(ctx context.Context) error {
+	props, err := iceberg.EmbeddedProps(filepath.Join(w.cfg.Dir, "catalog"))
+	if err != nil {
+		return err
+	}
+	inner, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		return err
+	}
+	opts := iceberg.Options{CommitTimeout: 2 * time.Second, Logger: w.cfg.Logger}
+	if w.truth, err = iceberg.Open(ctx, inner, opts); err != nil {
+		return err
+	}
+	faulty := faultio.WrapCatalog(&faultCatalog{Catalog: inner, f: w.f}, w.f.ware)
+	if w.table, err = iceberg.Open(ctx, faulty, opts); err != nil {
+		return err
+	}
+	w.f.set(true)
+	return w.newPod(ctx)
+}
+
+func (w *world) close() {
+	if w.pod != nil {
+		w.pod.kill()
+	}
+}
+
+// run is the random steps with faults on, then recovery to quiescence with
+// them off, checking the invariant after every step.
+func (w *world) run(ctx context.Context) error {
+	for w.step = 1; w.step <= w.cfg.Steps; w.step++ {
+		if err := w.randomStep(ctx); err != nil {
+			return w.fail(err)
+		}
+		if err := w.check(ctx); err != nil {
+			return w.fail(err)
+		}
+	}
+	w.f.set(false)
+	clear(w.down)
+	w.note("faults stop; recovery to quiescence")
+	if err := w.quiesce(ctx); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// randomStep draws one step and runs it. Steps fail often (that is the
+// point of the faults); only a broken invariant or an unexpected error
+// fails the run.
+func (w *world) randomStep(ctx context.Context) error {
+	type op struct {
+		weight int
+		name   string
+		run    func(context.Context) error
+	}
+	ops := []op{
+		{40, "ingest", w.ingest},
+		{5, "outage", w.outage},
+		{12, "checkpoint", w.checkpoint},
+		{3, "compact", w.compact},
+		{4, "crash", w.crash},
+		{3, "rebalance", w.rebalance},
+		{5, "recover", w.recover},
+	}
+	total := 0
+	for _, o := range ops {
+		total += o.weight
+	}
+	n := w.r.IntN(total)
+	for _, o := range ops {
+		if n -= o.weight; n < 0 {
+			w.res.Ops[o.name]++
+			return o.run(ctx)
+		}
+	}
+	return nil
+}
+
+// note adds a line to the trace a failure prints (the last 40 are kept).
+func (w *world) note(format string, a ...any) {
+	line := fmt.Sprintf("%3d ", w.step) + fmt.Sprintf(format, a...)
+	if w.cfg.Trace != nil {
+		w.cfg.Trace(line)
+	}
+	w.trace = append(w.trace, line)
+	if len(w.trace) > 40 {
+		w.trace = w.trace[len(w.trace)-40:]
+	}
+}
+
+func (w *world) fail(err error) error {
+	return &Failure{Seed: w.cfg.Seed, Step: w.step, Err: err, Trace: w.trace}
+}
+
+// Summary is a one-line account of a result: steps, batches, faults.
+func (r Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d steps, %d batches acked; faults:", r.Steps, r.Batches)
+	for _, k := range sortedKinds(r.Faults) {
+		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
+	}
+	return b.String()
+}

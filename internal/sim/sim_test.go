@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "replay the run of this seed alone")
+	stepsFlag = flag.Int("steps", 0, "steps per run with faults on (zero: 150)")
+	seedsFlag = flag.Int("seeds", 3, "how many runs, from seed 1, when -seed and -simtime are not given")
+	simTime   = flag.Duration("simtime", 0, "run seeds from a random first one for this long (make simulate)")
+)
+
+// TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or -seed
+// alone, or as many as fit in -simtime. Each checks the invariant after every
+// step and that recovery completes once faults stop; a failure prints its
+// seed and the steps that led to it.
+func TestSimulation(t *testing.T) {
+	var seeds func(yield func(uint64) bool)
+	switch {
+	case *seedFlag != 0:
+		seeds = func(yield func(uint64) bool) { yield(*seedFlag) }
+	case *simTime > 0:
+		deadline := time.Now().Add(*simTime)
+		first := uint64(time.Now().UnixNano())
+		seeds = func(yield func(uint64) bool) {
+			for s := first; time.Now().Before(deadline) && yield(s); s++ {
+			}
+		}
+	default:
+		seeds = func(yield func(uint64) bool) {
+			for s := uint64(1); s <= uint64(*seedsFlag) && yield(s); s++ {
+			}
+		}
+	}
+	var runs, steps int
+	var batches uint64
+	faults, ops := map[string]int{}, map[string]int{}
+	failed := 0
+	for seed := range seeds {
+		cfg := Config{Seed: seed, Steps: *stepsFlag, Dir: t.TempDir()}
+		if *seedFlag != 0 && testing.Verbose() {
+			cfg.Trace = func(line string) { t.Log(line) }
+		}
+		res, err := Run(context.Background(), cfg)
+		runs++
+		steps += res.Steps
+		batches += res.Batches
+		for k, n := range res.Faults {
+			faults[k] += n
+		}
+		for k, n := range res.Ops {
+			ops[k] += n
+		}
+		var f *Failure
+		if errors.As(err, &f) {
+			failed++
+			t.Errorf("%v", err)
+		} else if err != nil {
+			t.Fatalf("seed %d: the simulation itself failed: %v", seed, err)
+		}
+		if *seedFlag != 0 {
+			t.Logf("seed %d: %s\nrates: %+v", seed, res.Summary(), res.Rates)
+		}
+	}
+	t.Logf("%d seeds, %d steps, %d batches acked, %d failed", runs, steps, batches, failed)
+	t.Logf("steps by kind: %s", kinds(ops))
+	t.Logf("faults injected by kind: %s", kinds(faults))
+}
+
+func kinds(m map[string]int) string {
+	out := ""
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out += fmt.Sprintf("\n  %-40s %d", k, m[k])
+	}
+	return out
+}

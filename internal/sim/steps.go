@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/covmirror/covmirror/compaction"
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// localFailed counts a failure of the pod's local tier; after three in a
+// row its supervisor restarts it (a crash: no final checkpoint).
+func (w *world) localFailed(ctx context.Context, err error) error {
+	w.pod.fails++
+	if w.pod.fails < 3 {
+		return nil
+	}
+	w.note("%s: local tier failing (%v): restarted", w.pod.name, err)
+	w.res.Ops["restart"]++
+	return w.crash(ctx)
+}
+
+func (w *world) ingest(ctx context.Context) error {
+	part := int32(w.r.IntN(int(w.p.Partitions)))
+	b := w.p.AckedEnd[part] // the simulated stream starts at batch 0, as a broker's offsets do
+	var lost error
+	w.p.RecordFailed = func(err error) error { lost = err; w.res.Ops["record lost"]++; return nil }
+	acked, err := w.p.Ingest(ctx, w.pod.m, part, b)
+	if err != nil {
+		return fmt.Errorf("ingest of batch %d of partition %d: %w", b, part, err)
+	}
+	w.note("ingest %d/%d: acked %v, a record lost: %v", part, b, acked, lost != nil)
+	if lost != nil {
+		return w.localFailed(ctx, lost)
+	}
+	w.pod.fails = 0
+	return nil
+}
+
+func (w *world) outage(context.Context) error {
+	s := w.p.Sinks[w.r.IntN(len(w.p.Sinks))]
+	w.down[s.Name] = !w.down[s.Name]
+	w.note("%s down: %v", s.Name, w.down[s.Name])
+	return nil
+}
+
+func (w *world) checkpoint(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := w.pod.m.Sync(ctx)
+	w.note("%s checkpoint: %v", w.pod.name, errText(err))
+	return nil
+}
+
+func (w *world) compact(ctx context.Context) error {
+	res, err := compaction.Compact(ctx, w.table, compaction.Options{Job: "sim-compaction", Logger: w.cfg.Logger})
+	if errors.Is(err, compaction.ErrNotSetEqual) {
+		return err
+	}
+	w.note("compaction: %d files into %d: %v", res.FilesRead, res.FilesWritten, errText(err))
+	return nil
+}
+
+// rebalance hands the partitions to a new owner on a fresh disk: the old
+// pod closes (a final checkpoint) or dies, and the new one resumes from the
+// table alone, recovering what each assignment says.
+func (w *world) rebalance(ctx context.Context) error {
+	old := w.pod
+	if w.r.IntN(2) == 0 {
+		w.note("%s closes: %v", old.name, errText(old.m.Close()))
+	} else {
+		old.kill()
+		w.note("%s dies", old.name)
+	}
+	w.pod = nil
+	if err := w.newPod(ctx); err != nil {
+		return err
+	}
+	for part := range w.p.Partitions {
+		var assignments []mirror.Assignment
+		var err error
+		for range 3 {
+			opts := mirror.ResumeOptions{Sinks: w.p.SinkNames(), SourceAckedEnd: w.p.AckedEnd[part]}
+			if assignments, err = mirror.Resume(ctx, w.table, w.p.Topic, part, opts); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			w.note("resume of partition %d failed: %v", part, err)
+			continue
+		}
+		for _, a := range assignments {
+			done, err := mirror.Recover(ctx, a.Tasks(0), replayer{w.p}, w.pod.m)
+			w.note("resume %s %s %v: %d done, %v", a.Destination, a.Kind, a.Replay, done, errText(err))
+		}
+	}
+	return nil
+}
+
+// recover is the recovery worker's round: plan from the table, recover
+// through the pod, as far as the sinks and faults let it.
+func (w *world) recover(ctx context.Context) error {
+	tasks, err := w.plan(ctx, w.table, 1+uint64(w.r.IntN(30)))
+	if err != nil {
+		w.note("plan: %v", err)
+		return nil
+	}
+	done, err := mirror.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
+	w.note("recover: %d of %d tasks done: %v", done, len(tasks), errText(err))
+	return nil
+}
+
+// check is the invariant, after every step, against the stores' contents.
+func (w *world) check(ctx context.Context) error {
+	committed, err := w.truth.Coverage(ctx, iceberg.Filter{})
+	if err != nil {
+		return fmt.Errorf("reading the table without faults: %w", err)
+	}
+	if err := w.p.CheckClaims("the coverage table", committed); err != nil {
+		return err
+	}
+	diag, err := w.pod.local.Diagnostics(ctx)
+	if err != nil {
+		w.note("%s: no diagnostics: %v", w.pod.name, err)
+		return nil
+	}
+	claims := map[coverage.Destination]*coverage.RangeSet{}
+	for _, dd := range diag.Destinations {
+		covered, err := coverage.NewRangeSet(dd.Covered...)
+		if err != nil {
+			return fmt.Errorf("%s's local tier reports %s covered: %w", w.pod.name, dd.Destination, err)
+		}
+		pending, err := coverage.NewRangeSet(dd.Pending...)
+		if err != nil {
+			return fmt.Errorf("%s's local tier reports %s pending: %w", w.pod.name, dd.Destination, err)
+		}
+		claims[dd.Destination] = &covered
+		checkpointed := coverage.Gaps(&covered, &pending)
+		inTable := committed[dd.Destination]
+		if inTable == nil {
+			inTable = new(coverage.RangeSet)
+		}
+		if extra := coverage.Gaps(&checkpointed, inTable); !extra.IsEmpty() {
+			return fmt.Errorf("%w: %s's local tier marks %s of %s checkpointed, which the table lacks (it has %s)",
+				ErrLeads, w.pod.name, extra.String(), dd.Destination, inTable)
+		}
+	}
+	return w.p.CheckClaims(w.pod.name+"'s local tier", claims)
+}
+
+// quiesce is recovery with faults off: checkpoint, plan, recover, until
+// the plan has nothing left that raw can serve; then every sink must hold
+// every batch raw holds, and the table must say so.
+func (w *world) quiesce(ctx context.Context) error {
+	for round := 1; ; round++ {
+		w.step++
+		if err := w.pod.m.Sync(ctx); err != nil {
+			return fmt.Errorf("checkpoint with faults off: %w", err)
+		}
+		if err := w.check(ctx); err != nil {
+			return err
+		}
+		tasks, err := w.plan(ctx, w.truth, 0)
+		if err != nil {
+			return fmt.Errorf("plan with faults off: %w", err)
+		}
+		var work []mirror.Task
+		for _, t := range tasks {
+			if t.Kind == mirror.KindVerifyReference {
+				if held, _ := (replayer{w.p}).VerifyReference(ctx, t); len(held) == 0 {
+					continue // a hole raw has nothing of: nothing to recover
+				}
+			}
+			work = append(work, t)
+		}
+		w.note("quiesce round %d: %d tasks, %d with work", round, len(tasks), len(work))
+		if len(work) == 0 {
+			break
+		}
+		if round == 10 {
+			return fmt.Errorf("recovery does not quiesce: after 10 rounds the plan still has %v", work)
+		}
+		if done, err := mirror.Recover(ctx, work, replayer{w.p}, w.pod.m); err != nil {
+			return fmt.Errorf("recovery with faults off: %d of %d done: %w", done, len(work), err)
+		}
+	}
+	committed, err := w.truth.Coverage(ctx, iceberg.Filter{})
+	if err != nil {
+		return err
+	}
+	if problems := w.p.Incomplete(committed, 0); len(problems) > 0 {
+		return fmt.Errorf("after recovery with faults off: %v", problems)
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
