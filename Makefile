@@ -43,7 +43,7 @@ bench:
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each
 # failing seed (go test ./internal/sim -seed N -v replays one).
 simulate:
-	$(GO) test ./internal/sim -run '^TestSimulation$$' -simtime $(SIMTIME) -timeout 0 -count=1 -v 2>&1 | grep -v '^=== RUN'
+	$(GO) test ./internal/sim -run '^TestSimulation$$' -simtime $(SIMTIME) -timeout 0 -count=1 -v
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 fuzz:
