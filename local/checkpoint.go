@@ -163,7 +163,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	// The checkpoint's ranges are persisted with it: the staged records go
 	// in the same batch.
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer s.releaseBatch(b)
 	s.addStagedLocked(b)
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
@@ -213,7 +213,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	}
 	// Room for every key up front: growing a batch of 100,000 keys copies it.
 	b := s.db.NewBatchWithSize(64 * (keys + len(s.w.ops) + 4))
-	defer b.Close()
+	defer s.releaseBatch(b)
 	// Records staged since begin go in first: the marks below decide
 	// pendingSince from the in-memory state, which includes them.
 	s.addStagedLocked(b)
@@ -284,7 +284,7 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		return err
 	}
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer s.releaseBatch(b)
 	s.addStagedLocked(b)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
 	if err := s.commitLocked(b, s.writeOpts); err != nil {

@@ -130,11 +130,7 @@ func open(opts Options) (*Store, error) {
 		err = h.failed() // corruption Pebble found in the background meanwhile
 	}
 	if err != nil {
-		if s.db == nil {
-			_ = lock.Close()
-		} else {
-			_ = s.closePebble(lock)
-		}
+		_ = s.closePebble(lock) // s.db may still be nil, or being set by a call given up on
 		return nil, err
 	}
 	s.batch = s.db.NewBatch()
@@ -276,8 +272,11 @@ func (s *Store) closePebble(lock *pebble.Lock) error {
 	go func() {
 		s.calls.Wait()
 		done <- guarded(s.health, func() error {
+			if s.db == nil {
+				return nil // Open failed before Pebble opened
+			}
 			var batchErr error
-			if s.batch != nil {
+			if s.batch != nil && s.health.failed() == nil {
 				batchErr = s.batch.Close()
 			}
 			return errors.Join(batchErr, s.db.Close())

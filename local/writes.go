@@ -98,6 +98,9 @@ func (s *Store) flushLocked() error {
 // commitStagedLocked commits the staged ops in b, reset first when it is
 // the store's reusable batch.
 func (s *Store) commitStagedLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
+	if err := s.health.failed(); err != nil {
+		return s.commitFailedLocked(len(s.w.ops), err)
+	}
 	b.Reset()
 	s.addStagedLocked(b)
 	return s.commitLocked(b, opts)
@@ -118,7 +121,9 @@ func (s *Store) addStagedLocked(b *pebble.Batch) {
 
 // commitLocked commits b, which holds the staged ops (addStagedLocked). On
 // success they are cleared; on failure they stay staged, the failure is
-// counted and logged, and a retry is armed.
+// counted and logged, and a retry is armed. Once the store has failed, a
+// batch may still be in the hands of a Pebble call that call gave up on:
+// nothing touches a batch then (releaseBatch), the reusable one included.
 func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	staged := len(s.w.ops)
 	err := s.call(func() error { return b.Commit(opts) })
@@ -128,6 +133,12 @@ func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
 		s.w.failures, s.w.lastErr = 0, nil
 		return nil
 	}
+	return s.commitFailedLocked(staged, err)
+}
+
+// commitFailedLocked counts and logs a failed write of staged keys, and arms
+// a retry unless the store has failed.
+func (s *Store) commitFailedLocked(staged int, err error) error {
 	s.w.failures++
 	s.w.lastErr, s.w.lastAt = err, s.opts.Now()
 	if s.health.failed() == nil {
@@ -140,4 +151,13 @@ func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
 			"dir", s.opts.Dir, "unpersisted_keys", staged, "attempt", s.w.failures, "err", err)
 	}
 	return err
+}
+
+// releaseBatch closes b unless the store has failed, when an abandoned
+// Pebble call may still hold it (commitLocked); it is then left to the
+// garbage collector.
+func (s *Store) releaseBatch(b *pebble.Batch) {
+	if s.health.failed() == nil {
+		_ = b.Close()
+	}
 }
