@@ -60,19 +60,18 @@ func (f *Failure) Unwrap() error { return f.Err }
 // world is everything a run has: the pipeline's stores, the catalog (the
 // faulty view the pods use, and the true one the checks read), the pod.
 type world struct {
-	cfg    Config
-	r      *rand.Rand
-	p      *Pipeline
-	f      *faults
-	table  *iceberg.Table // through the faults: what the pods use
-	truth  *iceberg.Table // the same table, no faults: what the checks read
-	pod    *pod
-	pods   int
-	down   map[string]bool // sinks in an outage
-	res    Result
-	step   int
-	trace  []string
-	recent time.Time
+	cfg   Config
+	r     *rand.Rand
+	p     *Pipeline
+	f     *faults
+	table *iceberg.Table // through the faults: what the pods use
+	truth *iceberg.Table // the same table, no faults: what the checks read
+	pod   *pod
+	pods  int
+	down  map[string]bool // sinks in an outage
+	res   Result
+	step  int
+	trace []string
 }
 
 // Run runs one simulation. A failed invariant is a *Failure naming the seed;
