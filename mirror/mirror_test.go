@@ -173,7 +173,7 @@ func TestRebalance(t *testing.T) {
 	// The source had acknowledged through batch 150 (raw was durable), so
 	// raw's own coverage of 101..150 is to verify, first.
 
-	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, SourceAckedEnd: 151})
+	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, SourceAckedEnd: 151, SourceStart: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,10 @@ type ResumeOptions struct {
 	// sinks' share of that stretch is replay work too, and the reference's
 	// coverage there is verification work.
 	SourceAckedEnd uint64
+	// SourceStart is the stream's first batch id, used with SourceAckedEnd:
+	// raw must hold everything from it up to the acked end, so the
+	// reference's holes start there. Zero value: batch 0.
+	SourceStart uint64
 }
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
@@ -78,8 +82,9 @@ type ResumeOptions struct {
 // shows up as recovery work (a lag that dedup absorbs), never as covered.
 //
 // The first assignment is always the reference's (Kind verify-reference):
-// its holes between its first covered batch and the later of its last one
-// and SourceAckedEnd. Then one assignment (Kind replay) per other sink of
+// its holes between its first covered batch and its last one or, with
+// SourceAckedEnd known, between SourceStart and the later of SourceAckedEnd
+// and its last covered batch. Then one assignment (Kind replay) per other sink of
 // Sinks, in order, against the reference's coverage extended to
 // SourceAckedEnd.
 func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
@@ -98,7 +103,7 @@ func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32
 	if committed == nil {
 		committed = new(coverage.RangeSet)
 	}
-	holes, err := referenceHoles(committed, opts.SourceAckedEnd)
+	holes, err := referenceHoles(committed, opts.SourceStart, opts.SourceAckedEnd)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: source acked end %d: %w", topic, partition, opts.SourceAckedEnd, err)
 	}
@@ -153,6 +158,9 @@ type PlanOptions struct {
 	// covered batch. Zero value: none known, so only holes between the
 	// reference's first and last covered batch are found.
 	SourceAckedEnds map[TopicPartition]uint64
+	// SourceStarts is, per partition with an acked end, the stream's first
+	// batch id (see ResumeOptions.SourceStart). Zero value: batch 0.
+	SourceStarts map[TopicPartition]uint64
 }
 
 // Plan is the single recovery worker's plan, from committed coverage only,
@@ -160,8 +168,9 @@ type PlanOptions struct {
 // MaxBatches:
 //
 //   - for the reference, its holes (Kind verify-reference): per topic and
-//     partition, what it lacks between its first and last covered batch, or
-//     up to the source's acked end where SourceAckedEnds says;
+//     partition, what it lacks between its first and last covered batch or,
+//     where SourceAckedEnds gives the source's acked end, from the stream's
+//     start (SourceStarts) up to it;
 //   - for every other sink, the reference's ranges the sink lacks (Kind
 //     replay), against the reference as committed: a sink's share of a
 //     reference hole becomes a task only once the hole is verified and
@@ -210,7 +219,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		if err := d.Validate(); err != nil {
 			return nil, coverage.NewError("plan", d, coverage.Range{}, err)
 		}
-		holes, err := referenceHoles(ref, opts.SourceAckedEnds[tp])
+		holes, err := referenceHoles(ref, opts.SourceStarts[tp], opts.SourceAckedEnds[tp])
 		if err != nil {
 			return nil, fmt.Errorf("mirror: plan %s: source acked end %d: %w", d, opts.SourceAckedEnds[tp], err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized plan tests (0: from the clock)")
@@ -203,9 +204,9 @@ type planModel struct {
 }
 
 // want is the model's plan, one range per maximal run, by destination and
-// kind: for the reference, the batches it lacks between its first covered
-// batch (batch 0 when it has none, or when it starts at or past the acked
-// end) and the later of its last and the acked end; for every sink with
+// kind: for the reference, the batches it lacks between its first and last
+// covered batch or, where the acked end is known, between batch 0 (the
+// stream's start) and the later of its last and the acked end; for every sink with
 // rows of the topic, the reference's batches it lacks.
 func (m planModel) want() map[Task]bool {
 	out := map[Task]bool{}
@@ -252,7 +253,7 @@ func (m planModel) want() map[Task]bool {
 		}
 		acked := m.acked[tp]
 		lo, hi := first, max(last, acked)
-		if acked > 0 && first >= acked {
+		if acked > 0 {
 			lo = 0
 		}
 		add(d, KindVerifyReference, func(b uint64) bool { return !ref[b] }, lo, hi)
@@ -428,5 +429,49 @@ func TestPlanModel(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("table round %d: model %v acked %v\ntasks %v", round, m.sets(t), m.acked, tasks)
 		}
+	}
+}
+
+// Raw's own records of a partition's first batches can be lost (a crash
+// before the first checkpoint) while later ones land. With the source's
+// acked end known, the stretch from the stream's start is a reference hole:
+// the source acked it, so raw holds it, and a sink that missed one of those
+// batches would otherwise never be replayed. Resume says the same; with
+// SourceStart the stream begins later and nothing below it is a hole.
+func TestPlanSeesLeadingReferenceHole(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
+	later := []coverage.Range{{Start: 3, End: 10}}
+	if err := e.table.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
+		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "orders"}
+	tasks, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, SourceAckedEnds: map[TopicPartition]uint64{tp: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Task{{Destination: raw, Range: rg(0, 3), Kind: KindVerifyReference}}
+	if !slices.Equal(tasks, want) {
+		t.Fatalf("raw committed from batch 3, source acked [0,10): plan %v, want %v", tasks, want)
+	}
+	as, err := Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, SourceAckedEnd: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := as[0].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
+		t.Fatalf("resume: raw's holes %v, want [0,3)", got)
+	}
+	if got := as[1].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
+		t.Fatalf("resume: lake's replay %v, want [0,3) (below the acked end, raw holds it)", got)
+	}
+	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, SourceAckedEnds: map[TopicPartition]uint64{tp: 10},
+		SourceStarts: map[TopicPartition]uint64{tp: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 0 {
+		t.Fatalf("stream starting at batch 3: plan %v, want none", tasks)
 	}
 }

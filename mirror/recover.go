@@ -42,18 +42,24 @@ func sinkNames(all map[coverage.Destination]*coverage.RangeSet) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// referenceHoles is what ref lacks from its first covered batch to the later
-// of its last covered batch and ackedEnd (zero: unknown). With no coverage,
-// or coverage starting at or after ackedEnd, the span starts at batch 0:
-// the source acked everything below ackedEnd, so raw should hold it all.
-func referenceHoles(ref *coverage.RangeSet, ackedEnd uint64) (coverage.RangeSet, error) {
-	lo, hi := uint64(0), ackedEnd
-	if first, ok := ref.First(); ok {
+// referenceHoles is what ref lacks of the span the reference must hold.
+// Where the source's acked end is known (ackedEnd > 0) the source acked
+// every batch from the stream's start up to it, and it acks only once raw is
+// durable, so the span runs from start (or ref's first covered batch, if
+// lower) to the later of ackedEnd and ref's last covered batch: a lost
+// record of the stream's first batches is a hole too. Where it is not known
+// (zero), nothing says where the stream began, and the span runs from ref's
+// first covered batch to its last.
+func referenceHoles(ref *coverage.RangeSet, start, ackedEnd uint64) (coverage.RangeSet, error) {
+	lo, hi := start, ackedEnd
+	first, ok := ref.First()
+	switch {
+	case ok && ackedEnd == 0:
 		last, _ := ref.Last()
-		hi = max(hi, last.End)
-		if ackedEnd == 0 || first.Start < ackedEnd {
-			lo = first.Start
-		}
+		lo, hi = first.Start, last.End
+	case ok:
+		last, _ := ref.Last()
+		lo, hi = min(lo, first.Start), max(hi, last.End)
 	}
 	if lo >= hi {
 		return coverage.RangeSet{}, nil

@@ -149,11 +149,11 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 // owner opens a pod: its own local tier under the demo's directory, the
 // shared coverage table.
 func (d *demoRun) owner(name string) (*mirror.Mirror, *local.Store, error) {
-	l, err := local.Open(local.Options{Dir: filepath.Join(d.dir, name)})
+	l, err := local.Open(local.Options{Dir: filepath.Join(d.dir, name), Logger: d.g.logger})
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := mirror.New(mirror.Options{Local: l, Durable: d.table, Writer: name})
+	m, err := mirror.New(mirror.Options{Local: l, Durable: d.table, Writer: name, Logger: d.g.logger})
 	if err != nil {
 		_ = l.Close()
 		return nil, nil, err
@@ -199,7 +199,7 @@ func (d *demoRun) compact(ctx context.Context) error {
 // table gives for each sink, replayed from raw and recorded after each ack.
 func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
 	assignments, err := mirror.Resume(ctx, d.table, d.p.Topic, part, mirror.ResumeOptions{
-		Sinks: d.p.SinkNames(), SourceAckedEnd: d.p.Acked[part] + 1})
+		Sinks: d.p.SinkNames(), SourceAckedEnd: d.p.Acked[part] + 1, SourceStart: 1})
 	if err != nil {
 		return err
 	}
