@@ -124,7 +124,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sinkFiles, err := writeRows(ctx, staleSink, sinkRows(r))
+	sinkFiles, err := writeVerified(ctx, staleSink, "stale", sinkRows(r))
 	if err != nil {
 		t.Fatal(err)
 	}
