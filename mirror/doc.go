@@ -18,7 +18,11 @@
 // Holes in the reference (raw) are findings, not silence: raw's record of a
 // batch can be lost while raw holds the batch, and measuring the sinks only
 // against raw's coverage would then hide the batch everywhere. Plan and
-// Resume report them as verify-reference tasks. Recover closes such a hole
+// Resume report them as verify-reference tasks. They are looked for over
+// every batch some destination of the partition covers, from the lowest to
+// the highest (a sink is written only once raw is durable, so raw held what
+// any sink holds), and from the stream's start up to the source's acked end
+// where it is known. Recover closes such a hole
 // only as far as a ReferenceVerifier read raw back and found the batches:
 // it records exactly what the verifier returned, never the task's whole
 // range, and without a verifier it records nothing and says so.

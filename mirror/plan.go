@@ -82,11 +82,12 @@ type ResumeOptions struct {
 // shows up as recovery work (a lag that dedup absorbs), never as covered.
 //
 // The first assignment is always the reference's (Kind verify-reference):
-// its holes between its first covered batch and its last one or, with
-// SourceAckedEnd known, between SourceStart and the later of SourceAckedEnd
-// and its last covered batch. Then one assignment (Kind replay) per other sink of
-// Sinks, in order, against the reference's coverage extended to
-// SourceAckedEnd.
+// its holes in the span raw must hold, from the lowest to the highest batch
+// covered by any destination of the partition in the table (the reference
+// or a sink: a sink is written only once raw is durable) and, with
+// SourceAckedEnd known, from SourceStart up to SourceAckedEnd too. Then one
+// assignment (Kind replay) per other sink of Sinks, in order, against the
+// reference's coverage extended by its holes below SourceAckedEnd.
 func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	if opts.Reference == "" {
 		opts.Reference = coverage.RawSink
@@ -103,13 +104,14 @@ func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32
 	if committed == nil {
 		committed = new(coverage.RangeSet)
 	}
-	holes, err := referenceHoles(committed, opts.SourceStart, opts.SourceAckedEnd)
+	others := sinkHulls(all, opts.Reference)[TopicPartition{topic, partition}]
+	holes, err := referenceHoles(committed, others, opts.SourceStart, opts.SourceAckedEnd)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: source acked end %d: %w", topic, partition, opts.SourceAckedEnd, err)
 	}
-	// The sinks' reference: raw's coverage, and below the acked end
-	// everything from raw's first batch (the same span the holes come from).
-	// Holes above the acked end are unverified: no sink's work yet.
+	// The sinks' reference: raw's coverage, and below the acked end its
+	// holes too (raw holds what the source acked). Holes above the acked
+	// end are unverified: no sink's work yet.
 	ref := committed.Clone()
 	for r := range holes.All() {
 		if r.Start < opts.SourceAckedEnd {
@@ -154,9 +156,10 @@ type PlanOptions struct {
 	Sinks []string
 	// SourceAckedEnds, where known, is per partition the batch id after the
 	// last one the source acknowledged (see ResumeOptions.SourceAckedEnd):
-	// the reference's holes then reach up to it, not only to its last
-	// covered batch. Zero value: none known, so only holes between the
-	// reference's first and last covered batch are found.
+	// the reference's holes then reach from SourceStarts up to it, not only
+	// over what some destination covers. Zero value: none known, so holes
+	// are found between the lowest and the highest batch any destination of
+	// the partition covers.
 	SourceAckedEnds map[TopicPartition]uint64
 	// SourceStarts is, per partition with an acked end, the stream's first
 	// batch id (see ResumeOptions.SourceStart). Zero value: batch 0.
@@ -168,16 +171,20 @@ type PlanOptions struct {
 // MaxBatches:
 //
 //   - for the reference, its holes (Kind verify-reference): per topic and
-//     partition, what it lacks between its first and last covered batch or,
-//     where SourceAckedEnds gives the source's acked end, from the stream's
-//     start (SourceStarts) up to it;
+//     partition with rows of any sink, what it lacks between the lowest and
+//     the highest batch any destination there covers, the reference or a
+//     sink (a sink is written only once raw is durable, so raw held every
+//     batch a sink holds; a partition only sinks have rows of is one whole
+//     hole) and, where SourceAckedEnds gives the source's acked end, from
+//     the stream's start (SourceStarts) up to it;
 //   - for every other sink, the reference's ranges the sink lacks (Kind
 //     replay), against the reference as committed: a sink's share of a
 //     reference hole becomes a task only once the hole is verified and
 //     re-recorded, on a later Plan.
 //
 // A table that has rows but none of the reference is an error wrapping
-// ErrNoReference (a misspelled reference would otherwise plan nothing). It
+// ErrNoReference (a misspelled reference would otherwise plan nothing, or
+// report every partition as a hole in it). It
 // needs no lease: a single worker is the only claimant.
 func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, error) {
 	if opts.Reference == "" {
@@ -207,6 +214,12 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 	if len(all) > 0 && len(refs) == 0 {
 		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
 	}
+	hulls := sinkHulls(all, opts.Reference)
+	for tp := range hulls {
+		if refs[tp] == nil {
+			refs[tp] = new(coverage.RangeSet)
+		}
+	}
 	for tp := range opts.SourceAckedEnds {
 		if refs[tp] == nil {
 			refs[tp] = new(coverage.RangeSet)
@@ -219,7 +232,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		if err := d.Validate(); err != nil {
 			return nil, coverage.NewError("plan", d, coverage.Range{}, err)
 		}
-		holes, err := referenceHoles(ref, opts.SourceStarts[tp], opts.SourceAckedEnds[tp])
+		holes, err := referenceHoles(ref, hulls[tp], opts.SourceStarts[tp], opts.SourceAckedEnds[tp])
 		if err != nil {
 			return nil, fmt.Errorf("mirror: plan %s: source acked end %d: %w", d, opts.SourceAckedEnds[tp], err)
 		}

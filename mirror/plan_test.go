@@ -204,10 +204,12 @@ type planModel struct {
 }
 
 // want is the model's plan, one range per maximal run, by destination and
-// kind: for the reference, the batches it lacks between its first and last
-// covered batch or, where the acked end is known, between batch 0 (the
-// stream's start) and the later of its last and the acked end; for every sink with
-// rows of the topic, the reference's batches it lacks.
+// kind: for the reference, per partition any destination has bits of, the
+// batches it lacks between the lowest and the highest batch any destination
+// of the partition holds (the reference's or a sink's: raw held them all)
+// and, where the acked end is known, from batch 0 (the stream's start) up to
+// the acked end as well; for every sink with rows of the topic, the
+// reference's batches it lacks.
 func (m planModel) want() map[Task]bool {
 	out := map[Task]bool{}
 	add := func(d coverage.Destination, kind TaskKind, missing func(b uint64) bool, lo, hi uint64) {
@@ -226,9 +228,8 @@ func (m planModel) want() map[Task]bool {
 	refs := map[TopicPartition]bool{}
 	sinks := map[string]map[string]bool{}
 	for d := range m.bits {
-		if d.Sink == coverage.RawSink {
-			refs[TopicPartition{d.Topic, d.Partition}] = true
-		} else {
+		refs[TopicPartition{d.Topic, d.Partition}] = true
+		if d.Sink != coverage.RawSink {
 			if sinks[d.Topic] == nil {
 				sinks[d.Topic] = map[string]bool{}
 			}
@@ -241,25 +242,28 @@ func (m planModel) want() map[Task]bool {
 	for tp := range refs {
 		d := coverage.Destination{Sink: coverage.RawSink, Topic: tp.Topic, Partition: tp.Partition}
 		ref := m.bits[d]
-		first, last, any := uint64(0), uint64(0), false
-		for b := range ref {
-			if !any || b < first {
-				first = b
+		lo, hi, any := uint64(0), uint64(0), false
+		for dd, bits := range m.bits {
+			if dd.Topic != tp.Topic || dd.Partition != tp.Partition {
+				continue
 			}
-			if !any || b+1 > last {
-				last = b + 1
+			for b := range bits {
+				if !any || b < lo {
+					lo = b
+				}
+				if !any || b+1 > hi {
+					hi = b + 1
+				}
+				any = true
 			}
-			any = true
 		}
-		acked := m.acked[tp]
-		lo, hi := first, max(last, acked)
-		if acked > 0 {
-			lo = 0
+		if acked := m.acked[tp]; acked > 0 {
+			lo, hi = 0, max(hi, acked)
 		}
 		add(d, KindVerifyReference, func(b uint64) bool { return !ref[b] }, lo, hi)
 		for sink := range sinks[tp.Topic] {
 			cov := m.bits[d.WithSink(sink)]
-			add(d.WithSink(sink), KindReplay, func(b uint64) bool { return ref[b] && !cov[b] }, first, last)
+			add(d.WithSink(sink), KindReplay, func(b uint64) bool { return ref[b] && !cov[b] }, lo, hi)
 		}
 	}
 	return out
@@ -473,5 +477,60 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	}
 	if len(tasks) != 0 {
 		t.Fatalf("stream starting at batch 3: plan %v, want none", tasks)
+	}
+}
+
+// TestPlanSeesReferenceHolesUnderSinks: a sink is written only once raw is
+// durable, so raw held every batch a sink covers. Raw's record of [0,6) of
+// orders/0 was lost while lake covers [0,10) and search [3,10), and no
+// acked end is known: raw's hole [0,6) used to be reported nowhere, and with
+// it search's gap [0,3). Orders/1, which only lake has rows of, is one whole
+// hole of raw (it was reported nowhere either). Once raw is verified and
+// re-recorded, search's gap appears. Resume says the same.
+func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
+	e := newEnv(t)
+	m := e.owner(t, "", "pod-a")
+	defer m.Close()
+	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
+	raw1 := raw
+	raw1.Partition = 1
+	lake, search := raw.WithSink("lake"), raw.WithSink("search")
+	record(t, m, raw, 6, 10)
+	record(t, m, lake, 0, 10)
+	record(t, m, search, 3, 10)
+	record(t, m, raw1.WithSink("lake"), 20, 24)
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := Plan(ctx, e.table, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Task{{raw, rg(0, 6), KindVerifyReference}, {raw1, rg(20, 24), KindVerifyReference}}
+	if !slices.Equal(tasks, want) {
+		t.Fatalf("plan %v, want %v", tasks, want)
+	}
+	for _, tp := range []struct {
+		d    coverage.Destination
+		want []coverage.Range
+	}{{raw, []coverage.Range{rg(0, 6)}}, {raw1, []coverage.Range{rg(20, 24)}}} {
+		as, err := Resume(ctx, e.table, tp.d.Topic, tp.d.Partition, ResumeOptions{Sinks: []string{"lake", "search"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(as[0].Replay, tp.want) || len(as[1].Replay)+len(as[2].Replay) != 0 {
+			t.Fatalf("resume %s: %+v; want raw's holes %v and no replay before they are verified", tp.d, as, tp.want)
+		}
+	}
+	r := &rawHolding{held: rg(0, 30)}
+	if done, err := Recover(ctx, tasks, r, m); err != nil || done != 2 {
+		t.Fatalf("recover: %d done, %v", done, err)
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err = Plan(ctx, e.table, PlanOptions{})
+	if want := []Task{{search, rg(0, 3), KindReplay}, {raw1.WithSink("search"), rg(20, 24), KindReplay}}; err != nil || !slices.Equal(tasks, want) {
+		t.Fatalf("plan after verifying raw: %v, %v; want %v", tasks, err, want)
 	}
 }

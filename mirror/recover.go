@@ -43,32 +43,70 @@ func sinkNames(all map[coverage.Destination]*coverage.RangeSet) []string {
 }
 
 // referenceHoles is what ref lacks of the span the reference must hold.
-// Where the source's acked end is known (ackedEnd > 0) the source acked
-// every batch from the stream's start up to it, and it acks only once raw is
-// durable, so the span runs from start (or ref's first covered batch, if
-// lower) to the later of ackedEnd and ref's last covered batch: a lost
-// record of the stream's first batches is a hole too. Where it is not known
-// (zero), nothing says where the stream began, and the span runs from ref's
-// first covered batch to its last.
-func referenceHoles(ref *coverage.RangeSet, start, ackedEnd uint64) (coverage.RangeSet, error) {
-	lo, hi := start, ackedEnd
-	first, ok := ref.First()
-	switch {
-	case ok && ackedEnd == 0:
-		last, _ := ref.Last()
-		lo, hi = first.Start, last.End
-	case ok:
-		last, _ := ref.Last()
-		lo, hi = min(lo, first.Start), max(hi, last.End)
+// A sink is written only once raw is durable, so a batch any other
+// destination of the same (topic, partition) covers was held by raw: the
+// span covers others, the hull of their coverage (zero: none), and ref's own
+// first to last covered batch. Where the source's acked end is known
+// (ackedEnd > 0) the source acked every batch from the stream's start up to
+// it, and it acks only once raw is durable, so the span also runs from start
+// up to ackedEnd: a lost record of the stream's first batches is a hole too.
+// Where it is not known (zero), nothing says where the stream began beyond
+// what some destination covers.
+func referenceHoles(ref *coverage.RangeSet, others coverage.Range, start, ackedEnd uint64) (coverage.RangeSet, error) {
+	span, have := coverage.Range{Start: start, End: ackedEnd}, ackedEnd > 0
+	extend := func(r coverage.Range) {
+		if !have {
+			span, have = r, true
+			return
+		}
+		span = coverage.Range{Start: min(span.Start, r.Start), End: max(span.End, r.End)}
 	}
-	if lo >= hi {
+	if first, ok := ref.First(); ok {
+		last, _ := ref.Last()
+		extend(coverage.Range{Start: first.Start, End: last.End})
+	}
+	if others.Start < others.End {
+		extend(others)
+	}
+	if !have || span.Start >= span.End {
 		return coverage.RangeSet{}, nil
 	}
-	span, err := coverage.NewRangeSet(coverage.Range{Start: lo, End: hi})
+	set, err := coverage.NewRangeSet(span)
 	if err != nil {
 		return coverage.RangeSet{}, err
 	}
-	return coverage.Gaps(&span, ref), nil
+	return coverage.Gaps(&set, ref), nil
+}
+
+// sinkHulls is, per topic and partition, the hull of the coverage of every
+// destination in all but the reference's (absent: none has any): batches
+// some sink holds, which raw therefore held.
+func sinkHulls(all map[coverage.Destination]*coverage.RangeSet, reference string) map[TopicPartition]coverage.Range {
+	hulls := map[TopicPartition]coverage.Range{}
+	for d, set := range all {
+		if d.Sink == reference {
+			continue
+		}
+		tp := TopicPartition{d.Topic, d.Partition}
+		if hull := widen(hulls[tp], set); hull.Start < hull.End {
+			hulls[tp] = hull
+		}
+	}
+	return hulls
+}
+
+// widen is hull stretched over set's first to last covered batch; a zero
+// hull is none yet.
+func widen(hull coverage.Range, set *coverage.RangeSet) coverage.Range {
+	first, ok := set.First()
+	if !ok {
+		return hull
+	}
+	last, _ := set.Last()
+	if hull.Start >= hull.End {
+		return coverage.Range{Start: first.Start, End: last.End}
+	}
+	return coverage.Range{Start: min(hull.Start, first.Start), End: max(hull.End, last.End)}
 }
 
 // Replayer replays one task: it reads the task's batches from raw and writes
