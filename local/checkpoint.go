@@ -24,7 +24,12 @@ type Checkpoint struct {
 	ID uint64 `json:"id"`
 	// Store is a random name given to the store's directory when it was
 	// created: IDs restart in a store recreated after corruption, names don't.
-	Store   string                       `json:"store"`
+	Store string `json:"store"`
+	// Run is a random name given to the store each time it is opened: a
+	// name is unique even if a crash, or a disk restored from a copy, took
+	// the counter back (see BeginCheckpoint). Empty in a checkpoint begun
+	// by an older build.
+	Run     string                       `json:"run,omitempty"`
 	BegunAt time.Time                    `json:"begun_at"`
 	Ranges  []coverage.DestinationRanges `json:"ranges"`
 	// Resumed marks a checkpoint begun before the store was last opened and
@@ -32,8 +37,14 @@ type Checkpoint struct {
 	Resumed bool `json:"-"`
 }
 
-// Name is the checkpoint's unique name, "store/id".
-func (c *Checkpoint) Name() string { return c.Store + "/" + strconv.FormatUint(c.ID, 10) }
+// Name is the checkpoint's unique name, "store/run/id" ("store/id" for one
+// begun by an older build).
+func (c *Checkpoint) Name() string {
+	if c.Run == "" {
+		return c.Store + "/" + strconv.FormatUint(c.ID, 10)
+	}
+	return c.Store + "/" + c.Run + "/" + strconv.FormatUint(c.ID, 10)
+}
 
 // Batches is the number of batches the checkpoint covers.
 func (c *Checkpoint) Batches() uint64 {
@@ -49,6 +60,7 @@ func (c *Checkpoint) Batches() uint64 {
 // checkpointState is the store's checkpoint bookkeeping, guarded by Store.mu.
 type checkpointState struct {
 	store    string      // the store's random name
+	run      string      // this open's random name
 	nextID   uint64      // the ID the next checkpoint gets
 	lastID   uint64      // the last committed checkpoint; 0 if none
 	lastAt   time.Time   // when it was committed
@@ -76,6 +88,7 @@ func (s *Store) loadCheckpointMeta() error {
 		}
 	}
 	c.store = string(name)
+	c.run = rand.Text()[:8] // 40 random bits: names never meet across opens
 	c.nextID = 1
 	if raw, err := s.getMeta(metaNextCheckpoint); err != nil {
 		return err
@@ -121,6 +134,18 @@ func (s *Store) loadCheckpointMeta() error {
 // if it certainly failed. Only one checkpoint is in flight at a time; a
 // checkpoint left in flight by a process that stopped is handed out again,
 // marked Resumed, by the first BeginCheckpoint after Open.
+//
+// A name is never handed out twice with different ranges, whatever a crash
+// keeps. The begin is written with a sync even when Options.Sync is off
+// (once per checkpoint, and it makes every earlier write durable too): a
+// name reaches the durable tier only after its checkpoint, its ranges and
+// the counter past it are on disk. So after a power loss the store either
+// resumes that checkpoint, under its name and with its ranges, for the
+// caller to look for by name (Resumed), or never handed it out. The marks
+// of CommitCheckpoint and AbortCheckpoint may then be lost with Sync off,
+// which only resumes the checkpoint again: found by name, it is marked;
+// not found, it is appended. The per-open Run in the name covers what a
+// sync cannot: a disk that lost synced writes or was restored from a copy.
 func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
@@ -152,7 +177,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 			fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
 	}
 	sets := map[coverage.Destination]coverage.RangeSet{}
-	cp := &Checkpoint{ID: c.nextID, Store: c.store, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
+	cp := &Checkpoint{ID: c.nextID, Store: c.store, Run: c.run, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
 	if len(cp.Ranges) == 0 {
 		return nil, nil
 	}
@@ -167,7 +192,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	s.addStagedLocked(b)
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
-	if err := s.commitLocked(b, s.writeOpts); err != nil {
+	if err := s.commitLocked(b, pebble.Sync); err != nil { // always synced: see above
 		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
 	}
 	c.nextID = cp.ID + 1
@@ -308,7 +333,7 @@ func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
 		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, err)
 	}
 	in := s.ckpt.inFlight
-	if cp == nil || in == nil || in.ID != cp.ID || in.Store != cp.Store {
+	if cp == nil || in == nil || in.ID != cp.ID || in.Store != cp.Store || in.Run != cp.Run {
 		name := "none"
 		if in != nil {
 			name = in.Name()

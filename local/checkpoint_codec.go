@@ -17,12 +17,13 @@ import (
 type checkpointHeader struct {
 	ID           uint64    `json:"id"`
 	Store        string    `json:"store"`
+	Run          string    `json:"run,omitempty"`
 	BegunAt      time.Time `json:"begun_at"`
 	Destinations int       `json:"destinations"`
 }
 
 func encodeCheckpoint(cp *Checkpoint) ([]byte, error) {
-	header, err := json.Marshal(checkpointHeader{ID: cp.ID, Store: cp.Store, BegunAt: cp.BegunAt, Destinations: len(cp.Ranges)})
+	header, err := json.Marshal(checkpointHeader{ID: cp.ID, Store: cp.Store, Run: cp.Run, BegunAt: cp.BegunAt, Destinations: len(cp.Ranges)})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func decodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return nil, err
 	}
-	cp := &Checkpoint{ID: h.ID, Store: h.Store, BegunAt: h.BegunAt}
+	cp := &Checkpoint{ID: h.ID, Store: h.Store, Run: h.Run, BegunAt: h.BegunAt}
 	for range h.Destinations {
 		n, err := next()
 		if err != nil {
