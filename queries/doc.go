@@ -24,9 +24,12 @@
 // a query never reports a batch covered that no row covers, nor a gap that
 // some row covers. Gaps are measured against the reference's coverage, so a
 // hole in the reference would hide every sink's gap behind it: the gaps and
-// summary queries report the reference's own holes (between its first and
-// last covered batch) as gaps of the reference, exactly as mirror.Plan
-// does. Filters never shrink the set of sinks measured: a sink of the topic
+// summary queries report the reference's own holes as gaps of the
+// reference, exactly as mirror.Plan does: from the lowest to the highest
+// batch any destination of the partition covers, since a sink is written
+// only once raw is durable (a partition only sinks have rows of is one
+// whole hole, unless the reference has no rows at all: a misspelt
+// reference is not turned into holes everywhere). Filters never shrink the set of sinks measured: a sink of the topic
 // that never wrote the selected partition lacks all of it. Batch totals are
 // DECIMAL(38,0): sums of ranges near 2^63 do not overflow.
 package queries

@@ -142,25 +142,57 @@ func (m model) sinksOf(p Params) map[string]map[string]bool {
 	return sinksOf
 }
 
+// hulls is, per topic and partition, the lowest to the highest batch any
+// destination covers.
+func (m model) hulls() map[coverage.Destination]coverage.Range {
+	out := map[coverage.Destination]coverage.Range{}
+	for d, set := range m {
+		first, ok := set.First()
+		if !ok {
+			continue
+		}
+		last, _ := set.Last()
+		tp := coverage.Destination{Topic: d.Topic, Partition: d.Partition}
+		h, seen := out[tp]
+		if !seen {
+			h = coverage.Range{Start: first.Start, End: last.End}
+		}
+		out[tp] = coverage.Range{Start: min(h.Start, first.Start), End: max(h.End, last.End)}
+	}
+	return out
+}
+
 // gapRows: for every reference destination and every other sink with rows
 // of that topic, the reference's ranges the sink lacks; and the reference's
-// own holes between its first and last covered batch, under its name.
+// own holes, under its name, over the lowest to the highest batch any
+// destination of the partition covers (a sink is written only once raw is
+// durable), a partition it has no rows of included, unless it has no rows
+// at all (a misspelt reference).
 func (m model) gapRows(p Params) []row {
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	sinksOf := m.sinksOf(p)
+	refKnown := false
+	for d := range m {
+		refKnown = refKnown || d.Sink == ref
+	}
 	var out []row
+	for tp, hull := range m.hulls() {
+		if !refKnown || (p.Sink != "" && p.Sink != ref) || (p.Topic != "" && tp.Topic != p.Topic) || (p.Partition != nil && tp.Partition != *p.Partition) {
+			continue
+		}
+		span, _ := coverage.NewRangeSet(hull)
+		refSet := m[tp.WithSink(ref)]
+		if refSet == nil {
+			refSet = new(coverage.RangeSet)
+		}
+		holes := coverage.Gaps(&span, refSet)
+		for rg := range holes.All() {
+			out = append(out, row{ref, tp.Topic, tp.Partition, int64(rg.Start), int64(rg.End)})
+		}
+	}
 	for d, refSet := range m {
 		if d.Sink != ref || (p.Topic != "" && d.Topic != p.Topic) || (p.Partition != nil && d.Partition != *p.Partition) {
 			continue
-		}
-		if p.Sink == "" || p.Sink == ref {
-			var prev *coverage.Range
-			for rg := range refSet.All() {
-				if prev != nil {
-					out = append(out, row{ref, d.Topic, d.Partition, int64(prev.End), int64(rg.Start)})
-				}
-				prev = &rg
-			}
 		}
 		for sink := range sinksOf[d.Topic] {
 			covered := m[d.WithSink(sink)]
@@ -298,7 +330,7 @@ func checkSummary(t *testing.T, db *DB, m model, p Params, gaps []row, where str
 	}
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	// Listed: the sinks measured (any partition of the topic), and the
-	// reference where it has rows under the filters.
+	// reference where it has rows or holes under the filters.
 	listed := map[string]bool{}
 	for _, sinks := range m.sinksOf(p) {
 		for sink := range sinks {
@@ -315,6 +347,7 @@ func checkSummary(t *testing.T, db *DB, m model, p Params, gaps []row, where str
 		}
 	}
 	for _, g := range gaps {
+		listed[g.Sink] = true
 		gapCount[g.Sink]++
 		missing[g.Sink] = new(big.Int).Add(bigOf(missing[g.Sink]), big.NewInt(g.End-g.Start))
 	}
@@ -501,6 +534,51 @@ func TestReferenceHolesAreGapsOfTheReference(t *testing.T) {
 	}
 	if len(res.Rows) != 1 || res.Rows[0][0] != "raw" || res.Rows[0][2] != int64(24) || res.Rows[0][3] != int64(2) || res.Rows[0][4] != int64(15) || res.Rows[0][7] != int64(10) {
 		t.Fatalf("summary of raw: %v", res.Rows)
+	}
+}
+
+// TestReferenceHolesUnderSinks: raw held every batch a sink holds (a sink
+// is written only once raw is durable). Raw's record of orders/0 [0,6) was
+// lost while lake covers [0,10) and search [3,10): raw's hole [0,6) (behind
+// which search's gap [0,3) hides) used to be reported nowhere. Orders/1,
+// which only lake wrote, is one whole hole of raw. A misspelt reference
+// still has no holes anywhere.
+func TestReferenceHolesUnderSinks(t *testing.T) {
+	tbl := openTable(t)
+	raw, raw1 := coverage.Destination{Sink: "raw", Topic: "orders"}, coverage.Destination{Sink: "raw", Topic: "orders", Partition: 1}
+	appendRanges(t, tbl, "pod/1", map[coverage.Destination][]coverage.Range{
+		raw: {{Start: 6, End: 10}}, raw.WithSink("lake"): {{Start: 0, End: 10}}, raw.WithSink("search"): {{Start: 3, End: 10}},
+		raw1.WithSink("lake"): {{Start: 20, End: 24}},
+	})
+	db, err := Open(ctx, tbl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	one := int32(1)
+	for _, c := range []struct {
+		p    Params
+		want []row
+	}{
+		{Params{}, []row{{"raw", "orders", 0, 0, 6}, {"raw", "orders", 1, 20, 24}}},
+		{Params{Partition: &one}, []row{{"raw", "orders", 1, 20, 24}}},
+		{Params{Sink: "lake"}, nil},
+		{Params{Reference: "rwa"}, nil},
+	} {
+		res, err := db.Run(ctx, "gaps", c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := destinationRows(t, res); !slices.Equal(got, c.want) {
+			t.Fatalf("gaps %+v: %s", c.p, rowDiff(got, c.want))
+		}
+	}
+	res, err := db.Run(ctx, "summary", Params{Partition: &one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 || res.Rows[1][0] != "raw" || res.Rows[1][1] != int64(0) || res.Rows[1][3] != int64(1) || bigOf(res.Rows[1][4]).Int64() != 4 {
+		t.Fatalf("summary of partition 1 (raw: no rows, one hole of 4): %v", res.Rows)
 	}
 }
 

@@ -1,8 +1,11 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
 -- lacks, inner and trailing, for every sink that has rows of the topic; and
--- the reference's own holes, between its first and last covered batch, as
--- gaps of the reference (sink = the reference). `covmirror gaps --json`
--- gives the same rows, computed in Go.
+-- the reference's own holes as gaps of the reference (sink = the
+-- reference), from the lowest to the highest batch any destination of the
+-- partition covers (a sink is written only once raw is durable, so raw held
+-- every batch a sink holds): a partition only sinks have rows of is one
+-- whole hole, unless the reference has no rows at all (a misspelt
+-- reference). `covmirror gaps --json` gives the same rows, computed in Go.
 --
 -- Rows are merged first (see coverage.sql); then, for each merged reference
 -- range and each sink, the sink's merged ranges are clipped to it and the
@@ -75,15 +78,44 @@ holes AS (
            cov_start AS gap_end
     FROM ends
 ),
+hull AS (
+    -- per partition, the lowest to the highest batch any destination
+    -- covers, the reference's or a sink's: a sink is written only once raw
+    -- is durable, so raw held every batch of it
+    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
+    FROM selected
+    GROUP BY topic, "partition"
+),
+reference_ends AS (
+    SELECT topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end
+    FROM selected
+    WHERE sink = $reference
+    GROUP BY topic, "partition"
+),
 reference_holes AS (
-    -- the reference's own holes, between its first and last covered batch:
-    -- nothing says raw holds them, so every sink's gap there is hidden
-    -- until they are verified; they are gaps of the reference itself
+    -- the reference's own holes over the hull: nothing says raw holds them,
+    -- so every sink's gap there is hidden until they are verified; they are
+    -- gaps of the reference itself. Inner: between its merged ranges.
     SELECT sink, topic, "partition",
            lag(range_end) OVER (PARTITION BY topic, "partition" ORDER BY range_start) AS gap_start,
            range_start AS gap_end
     FROM merged
     WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+    UNION ALL
+    -- leading: from the hull's start to the reference's first batch; or
+    -- the whole hull of a partition the reference has no rows of, provided
+    -- it has rows somewhere (else the reference is misspelt: no holes)
+    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", h.hull_start, coalesce(r.first_start, h.hull_end)
+    FROM hull h
+    LEFT JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
+      AND EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)
+    UNION ALL
+    -- trailing: from the reference's last batch to the hull's end
+    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", r.last_end, h.hull_end
+    FROM hull h
+    JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
 ),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end

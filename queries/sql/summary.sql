@@ -1,7 +1,8 @@
 -- summary: per sink, against a reference (raw by default): the batches it
 -- covers, how many gaps it has, how many batches they miss, and its oldest
 -- gap (the one starting at the lowest batch id). The gaps are gaps.sql's,
--- the reference's own holes included: the reference has a row too. The rows
+-- the reference's own holes included (over every batch some destination
+-- of the partition covers): the reference has a row too. The rows
 -- are merged first the same way. Batch totals are DECIMAL(38,0): a few
 -- ranges near 2^63 overflow BIGINT, in DuckDB, Trino and Spark alike.
 --
@@ -70,15 +71,44 @@ holes AS (
            cov_start AS gap_end
     FROM ends
 ),
+hull AS (
+    -- per partition, the lowest to the highest batch any destination
+    -- covers, the reference's or a sink's: a sink is written only once raw
+    -- is durable, so raw held every batch of it
+    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
+    FROM selected
+    GROUP BY topic, "partition"
+),
+reference_ends AS (
+    SELECT topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end
+    FROM selected
+    WHERE sink = $reference
+    GROUP BY topic, "partition"
+),
 reference_holes AS (
-    -- the reference's own holes, between its first and last covered batch:
-    -- nothing says raw holds them, so every sink's gap there is hidden
-    -- until they are verified; they are gaps of the reference itself
+    -- the reference's own holes over the hull: nothing says raw holds them,
+    -- so every sink's gap there is hidden until they are verified; they are
+    -- gaps of the reference itself. Inner: between its merged ranges.
     SELECT sink, topic, "partition",
            lag(range_end) OVER (PARTITION BY topic, "partition" ORDER BY range_start) AS gap_start,
            range_start AS gap_end
     FROM merged
     WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+    UNION ALL
+    -- leading: from the hull's start to the reference's first batch; or
+    -- the whole hull of a partition the reference has no rows of, provided
+    -- it has rows somewhere (else the reference is misspelt: no holes)
+    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", h.hull_start, coalesce(r.first_start, h.hull_end)
+    FROM hull h
+    LEFT JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
+      AND EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)
+    UNION ALL
+    -- trailing: from the reference's last batch to the hull's end
+    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", r.last_end, h.hull_end
+    FROM hull h
+    JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
 ),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end
@@ -89,6 +119,9 @@ listed AS (
     SELECT sink FROM sinks
     UNION
     SELECT sink FROM merged WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
+    UNION
+    -- the reference where it has holes, even in partitions it has no rows of
+    SELECT sink FROM gap_rows
 ),
 covered AS (
     SELECT sink, count(*) AS ranges, sum(CAST(range_end - range_start AS DECIMAL(38,0))) AS covered_batches
