@@ -156,12 +156,19 @@ var guardedName = runtime.FuncForPC(reflect.ValueOf(guarded).Pointer()).Name()
 // inGuarded reports whether the calling goroutine is inside guarded: only
 // then will a panic be recovered rather than kill the process.
 func inGuarded() bool {
+	return onStack(func(fn string) bool { return fn == guardedName || strings.HasPrefix(fn, guardedName+".") })
+}
+
+// onStack reports whether a function on the calling goroutine's stack
+// matches. Only failure paths ask, so walking the stack costs nothing that
+// matters.
+func onStack(match func(fn string) bool) bool {
 	pcs := make([]uintptr, 512)
-	n := runtime.Callers(2, pcs)
+	n := runtime.Callers(3, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		if f.Function == guardedName || strings.HasPrefix(f.Function, guardedName+".") {
+		if match(f.Function) {
 			return true
 		}
 		if !more {

@@ -42,6 +42,7 @@ type Store struct {
 	freshBuf []coverage.Range
 	ckpt     checkpointState
 	closed   bool
+	lockKept bool // closePebble left the directory locked (a Pebble goroutine is parked)
 }
 
 // destState is one destination's coverage as this pod believes it.
@@ -95,7 +96,8 @@ func open(opts Options) (*Store, error) {
 	if err != nil {
 		if isLockHeld(err) {
 			return nil, fmt.Errorf("%w: %s is held by another process or Store (%v); a running pod keeps its "+
-				"store open: inspect it through the pod's debug handler (covmirror inspect --url) instead", ErrLocked, opts.Dir, err)
+				"store open: inspect it through the pod's debug handler (covmirror inspect --url) instead; if a store "+
+				"of this process failed and said its directory stays locked, restart the process", ErrLocked, opts.Dir, err)
 		}
 		return nil, dirError(opts.Dir, "locking it", err)
 	}
@@ -130,7 +132,14 @@ func open(opts Options) (*Store, error) {
 		err = h.failed() // corruption Pebble found in the background meanwhile
 	}
 	if err != nil {
+		// Pebble is closed and the directory released, unless a Pebble
+		// goroutine is parked in the failure (health.go, watchfs.go): that
+		// instance cannot be closed, so it keeps the lock.
 		_ = s.closePebble(lock) // s.db may still be nil, or being set by a call given up on
+		if s.lockKept {
+			err = fmt.Errorf("%w; Pebble stopped in a way that cannot be undone, so %s stays locked until this "+
+				"process exits: restart the process once the disk is fixed", err, opts.Dir)
+		}
 		return nil, err
 	}
 	s.batch = s.db.NewBatch()
@@ -263,6 +272,7 @@ func (s *Store) Close() error {
 // never return, and the directory stays locked until the process exits.
 func (s *Store) closePebble(lock *pebble.Lock) error {
 	if s.health.parked.Load() > 0 {
+		s.lockKept = true
 		return fmt.Errorf("%w; the directory stays locked until this process exits", s.health.failed())
 	}
 	// Not through call: Close must run even on a failed store, and a panic
@@ -291,9 +301,11 @@ func (s *Store) closePebble(lock *pebble.Lock) error {
 			return errors.Join(s.health.failed(), err, lock.Close())
 		case <-tick.C:
 			if s.health.parked.Load() > 0 { // it parked while closing
+				s.lockKept = true
 				return fmt.Errorf("%w; the directory stays locked until this process exits", s.health.failed())
 			}
 		case <-timeout:
+			s.lockKept = true
 			return fmt.Errorf("%w: local store %s: Pebble did not close within %s; the directory stays locked until this process exits",
 				coverage.ErrUnavailable, s.opts.Dir, closeWait)
 		}
