@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -100,10 +99,7 @@ func (f *faults) sim(r *rand.Rand, kind string, p float64) bool { return f.draw(
 // fs is the local tier's errorfs injector: writes of every kind may fail.
 func (f *faults) fs() errorfs.Injector {
 	return errorfs.InjectorFunc(func(op errorfs.Op) error {
-		// Pebble's MANIFEST marker is left alone: a failed Move of it in a
-		// background flush panics Pebble's goroutine (atomicfs.Marker.Move),
-		// taking the process down where no caller can recover.
-		if op.Kind.ReadOrWrite() != errorfs.OpIsWrite || strings.Contains(op.Path, "marker.") {
+		if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
 			return nil
 		}
 		if f.draw(f.fsRand, "local "+fsOpNames[op.Kind], f.rates.LocalWrite) {

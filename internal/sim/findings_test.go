@@ -19,11 +19,9 @@ var findings = flag.Bool("findings", false, "run the tests of known bugs the sim
 
 // A local.Open that fails on a disk fault must leave the directory
 // unlocked: the pod's supervisor opens it again once the disk answers.
-// Found by the simulation (seed 2): a pod could never restart.
+// Found by the simulation (seed 2): a pod could never restart. Fixed in
+// the local tier.
 func TestFindingFailedOpenReleasesTheLock(t *testing.T) {
-	if !*findings {
-		t.Skip("a known bug of the local tier, reported, not fixed here: run with -findings")
-	}
 	for nth := range 40 {
 		mem := vfs.NewCrashableMem()
 		seen := 0
