@@ -31,13 +31,26 @@
 //
 // # Durability is a knob
 //
-// By default records are not fsynced: a killed process loses nothing Pebble
-// accepted, a machine that loses power may lose the last records, and that
-// costs one replay interval, which the design accepts because coverage may
-// lag. Options.Sync makes every record durable before Record returns, at the
-// price of an fsync each. Checkpoint bookkeeping follows the same setting:
-// losing a mark only makes the next checkpoint carry its ranges again, and
-// a duplicated row is harmless to the durable table.
+// By default records are not fsynced, and not even all written: Record
+// hands them to Pebble, whose WAL writer keeps the tail of the log (the
+// current 32 KiB block, and any full block its goroutine has not written
+// yet) in the process's memory, on top of the records staged for
+// Options.CommitDelay here. So a killed process (SIGKILL, OOM) may lose the
+// records of roughly the last 32 KiB of log (a few hundred records) and a
+// machine that loses power everything since the last sync; neither loses
+// anything before the last synced write, which BeginCheckpoint always is.
+// Losing records costs one replay interval, which the design accepts
+// because coverage may lag. Options.Sync makes every record durable before
+// Record returns, at the price of an fsync each.
+//
+// Checkpoint names are never reused, whatever a crash keeps: BeginCheckpoint
+// is synced whatever Options.Sync says (once per checkpoint), so a name
+// reaches the durable tier only after its checkpoint, its ranges and the
+// counter past it are durable, and each open adds a random run to the names
+// (Checkpoint.Run) for a disk that loses synced data anyway. Marking and
+// aborting follow Options.Sync: losing one resumes the checkpoint, under its
+// name, for the caller to look for in the durable tier (Checkpoint.Resumed)
+// and mark if it landed; a duplicated row is harmless to the durable table.
 //
 // # Failures
 //
@@ -72,12 +85,17 @@
 // to restart the process once the disk is fixed: the store reopens from what
 // Pebble wrote, and what it had not written is replayed.
 //
-// One Pebble path remains that no library can catch: a WAL that fails while
-// Pebble rotates it (a memtable filled up, every few megabytes of writes)
-// panics with Pebble's mutex released, and the runtime kills the process.
-// Close no longer flushes, which rotated the WAL each time; watchfs.go fails
-// the store at the first failed write, so a rotation only meets a WAL that
-// fails in that very rotation.
+// Pebble also panics on two failed file operations, where no recover can
+// help: a failed directory sync while it moves its MANIFEST marker, on its
+// own goroutine, and a WAL that fails while it is rotated (the panic runs
+// with Pebble's mutex released). watchfs.go parks the goroutine there,
+// after failing the store, as Fatalf does.
+//
+// A failed Open releases the directory once it has closed Pebble, so that
+// the next Open in the same process can succeed. When a Pebble goroutine
+// had to be parked, that instance cannot be closed: the directory stays
+// locked until the process exits, the error says so, and the remedy is to
+// restart the process.
 //
 // Records are never dropped: staged records whose write fails stay staged and
 // covered in memory (their sinks acknowledged them; nothing else would write

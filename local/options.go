@@ -26,19 +26,22 @@ type Options struct {
 	FS vfs.FS
 
 	// Sync makes every Record durable (fsync) before it returns. The
-	// default, false, leaves the last records in the operating system's
-	// buffers: they survive the process being killed but not the machine
-	// losing power. Losing them costs one replay interval, which the design
+	// default, false, leaves the last records in Pebble's WAL buffer (the
+	// last 32 KiB block or so, lost if the process is killed) and in the
+	// operating system's buffers (lost if the machine loses power), never
+	// anything before the last synced write: BeginCheckpoint is always
+	// synced. Losing them costs one replay interval, which the design
 	// accepts, since coverage may lag and the durable tier is the record.
 	Sync bool
 
 	// CommitDelay is how long, with Sync off, a record may wait in memory
 	// before it is written to Pebble together with the records around it.
 	// Writes to the same key coalesce, so a run of in-order records costs one
-	// Pebble write per delay instead of one each. A killed process loses at
-	// most this window (a lag, which the design accepts); readers of this
-	// Store see every record at once. Zero value: 2ms. Negative: write every
-	// record before Record returns. Ignored when Sync is set.
+	// Pebble write per delay instead of one each. A killed process loses
+	// this window too, besides Pebble's unwritten WAL tail (see Sync): a
+	// lag, which the design accepts. Readers of this Store see every record
+	// at once. Zero value: 2ms. Negative: hand every record to Pebble before
+	// Record returns. Ignored when Sync is set.
 	CommitDelay time.Duration
 
 	// MaxUncommitted caps how many keys wait for the next write; reaching it
