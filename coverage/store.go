@@ -1,6 +1,9 @@
 package coverage
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Store keeps per-destination write coverage (the design's CoverageStore).
 // Implementations are safe for concurrent use, and every method returns an
@@ -50,7 +53,16 @@ func WriteThenRecord(ctx context.Context, s Store, d Destination, r Range, write
 		return &Error{Op: "write", Destination: d, Range: r, Err: err}
 	}
 	if err := s.Record(context.WithoutCancel(ctx), d, r); err != nil {
-		return NewError("record after write", d, r, err)
+		// The write landed and only its record failed (a lag): say so in
+		// Op even where the store already returned an *Error, so a caller
+		// can tell this from a failed write.
+		var ce *Error
+		if errors.As(err, &ce) {
+			again := *ce
+			again.Op = "record after write"
+			return &again
+		}
+		return &Error{Op: "record after write", Destination: d, Range: r, Err: err}
 	}
 	return nil
 }
