@@ -17,6 +17,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: from the clock)")
@@ -25,19 +26,7 @@ var ctx = context.Background()
 
 func openTable(t testing.TB) *iceberg.Table {
 	t.Helper()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return catalogtest.EmbeddedTable(t)
 }
 
 // model is what the appended rows cover, per destination, computed by the

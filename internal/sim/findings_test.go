@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"flag"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -11,11 +10,10 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
-
-var findings = flag.Bool("findings", false, "run the tests of known bugs the simulation found in other packages")
 
 // A local.Open that fails on a disk fault must leave the directory
 // unlocked: the pod's supervisor opens it again once the disk answers.
@@ -59,18 +57,7 @@ func TestFindingFailedOpenReleasesTheLock(t *testing.T) {
 // names carry a per-open run).
 func TestFindingCheckpointNameReusedAfterPowerLoss(t *testing.T) {
 	ctx := context.Background()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	table := catalogtest.EmbeddedTable(t)
 	mem := vfs.NewCrashableMem()
 	open := func(fs vfs.FS) *mirror.Mirror {
 		l, err := local.Open(local.Options{Dir: "/covmirror", FS: fs, CommitDelay: -1})
@@ -114,47 +101,4 @@ func TestFindingCheckpointNameReusedAfterPowerLoss(t *testing.T) {
 			}
 		}
 	}
-}
-
-// Raw's own records of the first batches of a partition can be lost (a
-// crash before the first checkpoint) while later ones land. Given the
-// source's acked end, Plan must still report the leading stretch as a
-// reference hole: the source acked it, so raw holds it, and a sink that
-// missed one of those batches is otherwise never replayed. Found by the
-// simulation (e.g. seed 1796046337127191221, "committed coverage of
-// raw/orders/0 lacks {[0,3)}").
-func TestFindingPlanSeesLeadingReferenceHole(t *testing.T) {
-	if !*findings {
-		t.Skip("a known gap of mirror.Plan, reported, not fixed here: run with -findings")
-	}
-	ctx := context.Background()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
-	later := []coverage.Range{{Start: 3, End: 10}}
-	if err := table.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
-		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := mirror.Plan(ctx, table, mirror.PlanOptions{Sinks: []string{"lake"},
-		SourceAckedEnds: map[mirror.TopicPartition]uint64{{Topic: "orders"}: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		if task.Kind == mirror.KindVerifyReference && task.Range.Start == 0 {
-			return
-		}
-	}
-	t.Fatalf("raw is committed from batch 3, the source acked [0,10), and Plan has no verify-reference task for [0,3): %v", tasks)
 }
