@@ -114,14 +114,23 @@ func open(opts Options) (*Store, error) {
 	}
 	// Open and the verifying load run through call, so that a Pebble that
 	// stops (Fatalf) or finds corruption while opening fails Open.
+	gate := newCompactionGate()
 	err = s.call(func() error {
-		db, err := pebble.Open(opts.Dir, &pebble.Options{
+		popts := &pebble.Options{
 			FS:                 watchFS{opts.FS, h},
 			Lock:               lock,
 			FormatMajorVersion: pebble.FormatNewest,
 			Logger:             pebbleLogger{opts.Logger, h},
 			EventListener:      h.eventListener(),
-		})
+			// Table stats are loaded on a goroutine that the flush of the
+			// replayed WAL starts during Open and that a failed Open does
+			// not stop: it would read tables through the closed file cache.
+			// They only tune how soon tombstones are compacted away.
+			DisableTableStats: true,
+		}
+		// Compactions wait until the store opened (scheduler.go).
+		popts.Experimental.CompactionScheduler = gate
+		db, err := pebble.Open(opts.Dir, popts)
 		if err != nil {
 			return openError(opts.Dir, err)
 		}
@@ -131,7 +140,13 @@ func open(opts Options) (*Store, error) {
 	if err == nil {
 		err = h.failed() // corruption Pebble found in the background meanwhile
 	}
+	if err == nil {
+		// Only now, so that a store that fails its load is closed without
+		// compactions in flight on it either.
+		err = s.call(func() error { gate.start(); return nil })
+	}
 	if err != nil {
+		gate.stop() // a failed Open's Pebble, or one closed below, never compacts
 		// Pebble is closed and the directory released, unless a Pebble
 		// goroutine is parked in the failure (health.go, watchfs.go): that
 		// instance cannot be closed, so it keeps the lock.
