@@ -91,8 +91,15 @@
 // with Pebble's mutex released). watchfs.go parks the goroutine there,
 // after failing the store, as Fatalf does.
 //
-// A failed Open releases the directory once it has closed Pebble, so that
-// the next Open in the same process can succeed. When a Pebble goroutine
+// A failed Open leaves no Pebble work running: Pebble's Open flushes the WAL
+// it replays and could start a compaction (or a table-stats load) on its own
+// goroutine, which its cleanup after a later failure does not wait for, and
+// which then crashed the process on the closed file cache. So no compaction
+// is granted before Open has succeeded (scheduler.go), after which the one
+// Pebble picked meanwhile runs, and table stats, which only tune how soon
+// tombstones are compacted, are off. A failed Open releases the directory
+// once it has closed Pebble, so that the next Open in the same process can
+// succeed. When a Pebble goroutine
 // had to be parked, that instance cannot be closed: the directory stays
 // locked until the process exits, the error says so, and the remedy is to
 // restart the process.

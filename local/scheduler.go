@@ -66,18 +66,25 @@ func (g *compactionGate) Register(_ int, db pebble.DBForCompaction) {
 }
 
 // Unregister implements pebble.CompactionScheduler: DB.Close calls it, with
-// no DB lock held, before it waits for the compactions in progress.
-func (g *compactionGate) Unregister() { g.stop() }
-
-// stop grants nothing more and waits for a grant in progress to finish.
-// A failed Open calls it: that instance must never be granted anything.
-func (g *compactionGate) stop() {
+// no DB lock held, before it waits for the compactions in progress. It
+// grants nothing more and waits for a grant in progress to finish.
+func (g *compactionGate) Unregister() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.state = gateStopped
 	for g.granting {
 		g.granted.Wait()
 	}
+}
+
+// stop grants nothing more, for good, without waiting: a failed Open calls
+// it, where a grant in progress may wait for ever on a Pebble goroutine
+// parked in the failure (health.go). Its Pebble instance, if any, is then
+// closed (Unregister) or left to the process's exit.
+func (g *compactionGate) stop() {
+	g.mu.Lock()
+	g.state = gateStopped
+	g.mu.Unlock()
 }
 
 // start lets compactions run, and runs the one Pebble picked while it
