@@ -36,6 +36,12 @@ type Options struct {
 	// Expire says which snapshots expiry removes. Zero values: older than
 	// 15 minutes, keeping the last 20.
 	Expire iceberg.ExpireOptions
+	// Positions stores source positions of stored (brokerless) sources,
+	// saved by Sync after each checkpoint's coverage commit (see
+	// SavePosition); iceberg.OpenPositions gives the durable one. The
+	// caller closes it after Close. Zero value: none, and SavePosition
+	// fails.
+	Positions coverage.PositionStore
 	// Logger receives checkpoint failures and recoveries. Zero value:
 	// discard.
 	Logger *slog.Logger
@@ -81,6 +87,8 @@ type Mirror struct {
 
 	syncMu   sync.Mutex        // one checkpoint at a time
 	inFlight *local.Checkpoint // begun and not resolved; guarded by syncMu
+
+	positions positionBuffer // newest position per (source, partition), saved by Sync
 }
 
 var _ coverage.Store = (*Mirror)(nil)
@@ -123,19 +131,52 @@ func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, erro
 // the durable table and, only once that commit has returned success, marks
 // it checkpointed in the local tier. On error everything not committed
 // stays pending and the next Sync carries it.
+//
+// Buffered source positions (SavePosition) are saved after the coverage
+// commit, so that a position is never durable before the raw coverage
+// checkpointed with it; a failed save keeps them buffered for the next Sync.
 func (m *Mirror) Sync(ctx context.Context) error {
+	_, err := m.Checkpoint(ctx)
+	return err
+}
+
+// CheckpointSummary is what one Checkpoint committed.
+type CheckpointSummary struct {
+	// Checkpoints is the number of commits into the durable table (zero:
+	// nothing was pending; more than one: a leftover was resolved first).
+	Checkpoints int `json:"checkpoints"`
+	// Batches is the number of batches those commits carried (saturating
+	// at the largest uint64).
+	Batches uint64 `json:"batches"`
+	// Destinations is the number of distinct destinations they carried.
+	Destinations int `json:"destinations"`
+	// Positions is the number of buffered source positions saved.
+	Positions int `json:"positions"`
+	// Duration is how long the call took.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Checkpoint is Sync, returning what it committed. On error the summary
+// holds what was committed before the failure.
+func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	start := time.Now()
-	err := m.sync(ctx)
-	m.stats.observe(start, err)
-	if err != nil {
-		return fmt.Errorf("mirror: checkpoint of %s into %s: %w", m.opts.Local.Dir(), m.opts.Durable.Name(), err)
+	var sum CheckpointSummary
+	err := m.sync(ctx, &sum)
+	if err == nil {
+		sum.Positions, err = m.flushPositions(ctx)
 	}
-	return nil
+	m.stats.observe(start, err)
+	sum.Duration = time.Since(start)
+	if err != nil {
+		return sum, fmt.Errorf("mirror: checkpoint of %s into %s: %w", m.opts.Local.Dir(), m.opts.Durable.Name(), err)
+	}
+	return sum, nil
 }
 
-func (m *Mirror) sync(ctx context.Context) error {
+func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
+	dests := map[coverage.Destination]struct{}{}
 	for {
 		cp, leftover := m.inFlight, m.inFlight != nil
 		if cp == nil {
@@ -158,6 +199,16 @@ func (m *Mirror) sync(ctx context.Context) error {
 		m.inFlight = nil
 		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
+		sum.Checkpoints++
+		if b := cp.Batches(); sum.Batches+b >= sum.Batches {
+			sum.Batches += b
+		} else {
+			sum.Batches = ^uint64(0)
+		}
+		for _, dr := range cp.Ranges {
+			dests[dr.Destination] = struct{}{}
+		}
+		sum.Destinations = len(dests)
 		if every := m.opts.ExpireEvery; every > 0 && n%uint64(every) == 0 {
 			m.expire(ctx)
 		}

@@ -13,15 +13,10 @@ import (
 	"github.com/covmirror/covmirror/mirror"
 )
 
-// gapRow is one gap in the contract's JSON shape. A row whose sink is the
-// reference is a hole in the reference's own coverage.
-type gapRow struct {
-	Sink      string `json:"sink"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Start     uint64 `json:"start"`
-	End       uint64 `json:"end"`
-}
+// gapRow is one gap in the contract's JSON shape (the sidecar's GET /v1/gaps
+// gives the same). A row whose sink is the reference is a hole in the
+// reference's own coverage.
+type gapRow = mirror.Gap
 
 // taskRow is a plan task: a gap row and what recovering it means.
 type taskRow struct {
@@ -48,11 +43,7 @@ func committedGaps(ctx context.Context, table *iceberg.Table, reference string) 
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]gapRow, 0, len(tasks))
-	for _, r := range taskRows(tasks) {
-		rows = append(rows, r.gapRow)
-	}
-	return rows, nil
+	return mirror.GapsOf(tasks, mirror.GapsFilter{}), nil
 }
 
 // planCommand is mirror.Plan with a reference that has no rows reported in

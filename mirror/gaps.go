@@ -1,0 +1,55 @@
+package mirror
+
+import (
+	"context"
+	"math"
+
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// Gap is one committed gap in the JSON shape `covmirror gaps --json` and the
+// sidecar's GET /v1/gaps share. A gap whose sink is the reference is a hole
+// in the reference's own coverage, to verify.
+type Gap struct {
+	Sink      string `json:"sink"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Start     uint64 `json:"start"`
+	End       uint64 `json:"end"`
+}
+
+// GapsFilter selects gaps; empty fields match everything.
+type GapsFilter struct {
+	// Reference is raw's sink name. Zero value: coverage.RawSink.
+	Reference string
+	Sink      string
+	Topic     string
+	Partition *int32
+}
+
+// CommittedGaps is the recovery plan with tasks as large as the gaps, from
+// the durable table only: the reference's holes (rows with sink =
+// reference) and every other sink's gaps against the reference, ordered by
+// sink, topic, partition and start, then filtered. A reference without rows
+// in a table that has rows is a *NoReferenceError, as in Plan.
+func CommittedGaps(ctx context.Context, t *iceberg.Table, f GapsFilter) ([]Gap, error) {
+	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, MaxBatches: math.MaxUint64})
+	if err != nil {
+		return nil, err
+	}
+	return GapsOf(tasks, f), nil
+}
+
+// GapsOf turns plan tasks into gaps, keeping those f selects (its Reference
+// is not used). It never returns nil.
+func GapsOf(tasks []Task, f GapsFilter) []Gap {
+	out := make([]Gap, 0, len(tasks))
+	for _, t := range tasks {
+		d := t.Destination
+		if (f.Sink != "" && d.Sink != f.Sink) || (f.Topic != "" && d.Topic != f.Topic) || (f.Partition != nil && d.Partition != *f.Partition) {
+			continue
+		}
+		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End})
+	}
+	return out
+}
