@@ -1,0 +1,24 @@
+// Package covmap is the pod sidecar's coverage map: a page (GET /) drawing,
+// per sink, topic and partition, a bar over the reference's (raw's) extent
+// with the committed coverage, the gaps against the reference, the
+// reference's own holes and this pod's pending ranges, and its data (GET
+// /v1/map), aggregated per sink and per topic first so that a map of
+// 10,000 destinations stays small, with sink and topic filters to zoom into
+// partition bars.
+//
+// Gaps come from the durable tier only, exactly as the recovery worker and
+// the gaps command see them (mirror.Plan over the coverage table), and their
+// ages from the table's recorded_at column; pending ranges come from the
+// pod's local tier (local.Store's Diagnostics).
+//
+// # The invariant it owns
+//
+// The map never shows more coverage than the durable tier holds: covered
+// means committed in the table; pending (recorded here, not checkpointed) is
+// drawn apart from it and never closes a gap; a gap is drawn until the table
+// covers it. A failed read of the table is an error on the page (HTTP 503
+// from /v1/map), never an empty map that would read as "no gaps", and a cut
+// list says how much it left out. Ages are lower bounds where compaction
+// has rewritten rows (it stamps them with its own time), and the page says
+// so.
+package covmap

@@ -1,0 +1,312 @@
+package covmap
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// ageNote says how exact the ages are; the page shows it.
+const ageNote = "A gap's age runs from the earliest recorded_at of the committed rows that make it a gap (the reference's rows over it, for a sink; the sinks' rows over it, for a hole of the reference). Compaction rewrites rows with its own time, so a gap may be older than shown, never younger. A hole no sink covers has no age."
+
+// bar is one destination's row on a partition: ranges as "start-end" pairs
+// separated by spaces (decimal strings: batch ids above 2^53 stay exact).
+type bar struct {
+	Sink           string     `json:"sink"`
+	Covered        string     `json:"covered"`
+	Gaps           string     `json:"gaps"`
+	Pending        string     `json:"pending"`
+	CoveredMore    int        `json:"covered_more,omitempty"`
+	GapsMore       int        `json:"gaps_more,omitempty"`
+	PendingMore    int        `json:"pending_more,omitempty"`
+	GapBatches     uint64     `json:"gap_batches"`
+	PendingBatches uint64     `json:"pending_batches"`
+	OldestGapSince *time.Time `json:"oldest_gap_since,omitempty"`
+}
+
+type partitionView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Start and End are the drawn extent: the reference's committed extent
+	// with its holes, widened by pending ranges.
+	Start string `json:"start"`
+	End   string `json:"end"`
+	Bars  []bar  `json:"bars"`
+}
+
+// agg sums a group of destinations.
+type agg struct {
+	Destinations   int        `json:"destinations"`
+	WithGaps       int        `json:"destinations_with_gaps"`
+	Gaps           int        `json:"gaps"`
+	MissingBatches uint64     `json:"missing_batches"`
+	PendingBatches uint64     `json:"pending_batches"`
+	OldestGapSince *time.Time `json:"oldest_gap_since,omitempty"`
+}
+
+func (a *agg) add(d *destState) {
+	a.Destinations++
+	if len(d.gaps) > 0 {
+		a.WithGaps++
+	}
+	a.Gaps += len(d.gaps)
+	a.MissingBatches += d.gapBatches
+	a.PendingBatches += d.pending.Batches()
+	if d.oldest != nil && (a.OldestGapSince == nil || d.oldest.Before(*a.OldestGapSince)) {
+		a.OldestGapSince = d.oldest
+	}
+}
+
+type sinkAgg struct {
+	Sink string `json:"sink"`
+	agg
+}
+
+type topicAgg struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	agg
+}
+
+// mapView is /v1/map's body.
+type mapView struct {
+	Reference    string     `json:"reference"`
+	GeneratedAt  time.Time  `json:"generated_at"`
+	ReadAt       time.Time  `json:"committed_read_at"`
+	SnapshotID   string     `json:"snapshot_id"`
+	Note         string     `json:"note,omitempty"`
+	AgeNote      string     `json:"age_note"`
+	PendingKnown bool       `json:"pending_known"`
+	PendingError string     `json:"pending_error,omitempty"`
+	RefreshMs    int64      `json:"refresh_ms"`
+	Sink         string     `json:"sink,omitempty"`
+	Topic        string     `json:"topic,omitempty"`
+	Totals       agg        `json:"totals"`
+	Sinks        []sinkAgg  `json:"sinks"`
+	SinksMore    int        `json:"sinks_more,omitempty"`
+	Topics       []topicAgg `json:"topics"`
+	TopicsMore   int        `json:"topics_more,omitempty"`
+	// Partitions is filled only for a sink or topic filter.
+	Partitions      []partitionView `json:"partitions,omitempty"`
+	PartitionsTotal int             `json:"partitions_total"`
+	Offset          int             `json:"offset"`
+}
+
+// destState is one destination on the map.
+type destState struct {
+	sink       string
+	covered    *coverage.RangeSet
+	gaps       []coverage.Range
+	gapBatches uint64
+	oldest     *time.Time
+	pending    coverage.RangeSet
+}
+
+type partState struct {
+	tp     mirror.TopicPartition
+	extent coverage.Range // zero when empty
+	dests  map[string]*destState
+}
+
+func (p *partState) dest(sink string) *destState {
+	d := p.dests[sink]
+	if d == nil {
+		d = &destState{sink: sink, covered: new(coverage.RangeSet)}
+		p.dests[sink] = d
+	}
+	return d
+}
+
+func widen(r, by coverage.Range) coverage.Range {
+	if r.End == 0 {
+		return by
+	}
+	return coverage.Range{Start: min(r.Start, by.Start), End: max(r.End, by.End)}
+}
+
+// index arranges committed coverage and pending ranges by partition.
+func index(c *Committed, pending []Pending) map[mirror.TopicPartition]*partState {
+	parts := map[mirror.TopicPartition]*partState{}
+	part := func(d coverage.Destination) *partState {
+		tp := mirror.TopicPartition{Topic: d.Topic, Partition: d.Partition}
+		p := parts[tp]
+		if p == nil {
+			p = &partState{tp: tp, dests: map[string]*destState{}}
+			parts[tp] = p
+		}
+		return p
+	}
+	for d, set := range c.Covered {
+		p := part(d)
+		p.dest(d.Sink).covered = set
+		if d.Sink == c.Reference {
+			if first, ok := set.First(); ok {
+				last, _ := set.Last()
+				p.extent = widen(p.extent, coverage.Range{Start: first.Start, End: last.End})
+			}
+		}
+	}
+	for _, g := range c.Gaps {
+		p := part(g.Destination)
+		ds := p.dest(g.Destination.Sink)
+		ds.gaps = append(ds.gaps, g.Range)
+		ds.gapBatches += g.Range.Len()
+		if g.Since != nil && (ds.oldest == nil || g.Since.Before(*ds.oldest)) {
+			ds.oldest = g.Since
+		}
+		if g.Destination.Sink == c.Reference {
+			p.extent = widen(p.extent, g.Range)
+		}
+	}
+	for _, pd := range pending {
+		p := part(pd.Destination)
+		ds := p.dest(pd.Destination.Sink)
+		for _, r := range pd.Ranges {
+			if r.Validate() == nil {
+				_ = ds.pending.Add(r)
+				p.extent = widen(p.extent, r)
+			}
+		}
+	}
+	return parts
+}
+
+func formatRanges(rs []coverage.Range, limit int) (string, int) {
+	var b strings.Builder
+	for i, r := range rs {
+		if i == limit {
+			return b.String(), len(rs) - limit
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatUint(r.Start, 10))
+		b.WriteByte('-')
+		b.WriteString(strconv.FormatUint(r.End, 10))
+	}
+	return b.String(), 0
+}
+
+// query is what a /v1/map request selects.
+type query struct {
+	sink, topic string
+	onlyGaps    bool
+	offset      int
+}
+
+// build is the view of parts that q selects.
+func build(parts map[mirror.TopicPartition]*partState, ref string, q query, o *Options) mapView {
+	v := mapView{Reference: ref, Sink: q.sink, Topic: q.topic, Offset: q.offset, Sinks: []sinkAgg{}, Topics: []topicAgg{}}
+	sinks := map[string]*sinkAgg{}
+	topics := map[string]*topicAgg{}
+	var selected []*partState
+	for _, p := range parts {
+		if q.topic != "" && p.tp.Topic != q.topic {
+			continue
+		}
+		shown := false
+		for sink, d := range p.dests {
+			if q.sink != "" && sink != q.sink {
+				continue
+			}
+			shown = true
+			v.Totals.add(d)
+			s := sinks[sink]
+			if s == nil {
+				s = &sinkAgg{Sink: sink}
+				sinks[sink] = s
+			}
+			s.add(d)
+			t := topics[p.tp.Topic]
+			if t == nil {
+				t = &topicAgg{Topic: p.tp.Topic}
+				topics[p.tp.Topic] = t
+			}
+			t.add(d)
+		}
+		if shown {
+			topics[p.tp.Topic].Partitions++
+			if q.sink != "" || q.topic != "" {
+				selected = append(selected, p)
+			}
+		}
+	}
+	// Worst first, so that a cut keeps what needs attention.
+	for _, s := range slices.SortedFunc(maps.Values(sinks), func(a, b *sinkAgg) int {
+		return cmp.Or(cmp.Compare(b.MissingBatches, a.MissingBatches), cmp.Compare(a.Sink, b.Sink))
+	}) {
+		if len(v.Sinks) == o.MaxRows {
+			v.SinksMore++
+			continue
+		}
+		v.Sinks = append(v.Sinks, *s)
+	}
+	for _, t := range slices.SortedFunc(maps.Values(topics), func(a, b *topicAgg) int {
+		return cmp.Or(cmp.Compare(b.MissingBatches, a.MissingBatches), cmp.Compare(a.Topic, b.Topic))
+	}) {
+		if len(v.Topics) == o.MaxRows {
+			v.TopicsMore++
+			continue
+		}
+		v.Topics = append(v.Topics, *t)
+	}
+	slices.SortFunc(selected, func(a, b *partState) int {
+		return cmp.Or(cmp.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
+	})
+	for _, p := range selected {
+		bars := partitionBars(p, ref, q.sink, o.MaxRanges)
+		if q.onlyGaps && !hasWork(bars) {
+			continue
+		}
+		v.PartitionsTotal++
+		if v.PartitionsTotal <= q.offset || len(v.Partitions) == o.MaxRows {
+			continue
+		}
+		v.Partitions = append(v.Partitions, partitionView{Topic: p.tp.Topic, Partition: p.tp.Partition,
+			Start: strconv.FormatUint(p.extent.Start, 10), End: strconv.FormatUint(p.extent.End, 10), Bars: bars})
+	}
+	return v
+}
+
+func hasWork(bars []bar) bool {
+	for _, b := range bars {
+		if b.Gaps != "" || b.Pending != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionBars is the reference's bar first, then the selected sinks'.
+func partitionBars(p *partState, ref, sink string, maxRanges int) []bar {
+	names := slices.Sorted(maps.Keys(p.dests))
+	slices.SortStableFunc(names, func(a, b string) int {
+		return cmp.Compare(boolInt(a != ref), boolInt(b != ref))
+	})
+	var out []bar
+	for _, name := range names {
+		if sink != "" && name != sink && name != ref {
+			continue
+		}
+		d := p.dests[name]
+		b := bar{Sink: name, GapBatches: d.gapBatches, PendingBatches: d.pending.Batches(), OldestGapSince: d.oldest}
+		b.Covered, b.CoveredMore = formatRanges(d.covered.Ranges(), maxRanges)
+		b.Gaps, b.GapsMore = formatRanges(d.gaps, maxRanges)
+		b.Pending, b.PendingMore = formatRanges(d.pending.Ranges(), maxRanges)
+		out = append(out, b)
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
