@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,9 +25,11 @@ type Stats struct {
 type stats struct {
 	records             atomic.Uint64
 	checkpoints         atomic.Uint64
-	checkpointedBatches atomic.Uint64
+	checkpointedBatches saturating // a checkpoint can carry more than 2^64 batches in all
 
 	mu          sync.Mutex
+	now         func() time.Time // the clock for ages; nil: time.Now
+	since       time.Time        // when the collector was made: the age's origin before any success
 	failures    uint64
 	consecutive uint64
 	lastLatency time.Duration
@@ -49,8 +52,37 @@ func (s *stats) observe(start time.Time, err error) {
 		return
 	}
 	s.consecutive = 0
-	s.lastSuccess = time.Now()
+	s.lastSuccess = s.clock()
 	s.lastError = ""
+}
+
+// saturating is a counter that stops at the largest uint64 instead of
+// wrapping to a small value, which a rate() would read as a reset.
+type saturating struct{ v atomic.Uint64 }
+
+// Add adds n, saturating, and returns the new value.
+func (c *saturating) Add(n uint64) uint64 {
+	for {
+		old := c.v.Load()
+		sum := old + n
+		if sum < old {
+			sum = math.MaxUint64
+		}
+		if c.v.CompareAndSwap(old, sum) {
+			return sum
+		}
+	}
+}
+
+// Load returns the value.
+func (c *saturating) Load() uint64 { return c.v.Load() }
+
+// clock is the stats' time; call with mu held.
+func (s *stats) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // Stats returns the current counters. PendingBatches comes from the local
@@ -70,10 +102,15 @@ func (m *Mirror) Stats() Stats {
 // caller to register: covmirror_records_total, covmirror_checkpoints_total,
 // covmirror_checkpointed_batches_total, covmirror_checkpoint_failures_total,
 // covmirror_checkpoint_consecutive_failures, covmirror_pending_batches,
-// covmirror_last_checkpoint_success_timestamp_seconds and the
+// covmirror_last_checkpoint_success_timestamp_seconds,
+// covmirror_last_checkpoint_age_seconds (since the collector was made while
+// no checkpoint has succeeded), covmirror_checkpoint_interval_seconds and the
 // covmirror_checkpoint_duration_seconds histogram.
 func (m *Mirror) Collector() prometheus.Collector {
 	m.stats.mu.Lock()
+	if m.stats.since.IsZero() {
+		m.stats.since = m.stats.clock()
+	}
 	if m.stats.latency == nil {
 		m.stats.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "covmirror_checkpoint_duration_seconds",
@@ -95,6 +132,9 @@ var descs = map[string]*prometheus.Desc{
 	"consecutive": prometheus.NewDesc("covmirror_checkpoint_consecutive_failures", "Failed checkpoints since the last success.", nil, nil),
 	"pending":     prometheus.NewDesc("covmirror_pending_batches", "Batches recorded locally and not yet checkpointed.", nil, nil),
 	"success":     prometheus.NewDesc("covmirror_last_checkpoint_success_timestamp_seconds", "When a checkpoint last succeeded.", nil, nil),
+	"age": prometheus.NewDesc("covmirror_last_checkpoint_age_seconds",
+		"Seconds since a checkpoint last succeeded (an idle pod's empty checkpoint counts); before the first success, since the process started serving metrics.", nil, nil),
+	"interval": prometheus.NewDesc("covmirror_checkpoint_interval_seconds", "The configured checkpoint interval, for alerts on the age.", nil, nil),
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -121,5 +161,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if !s.LastSuccess.IsZero() {
 		gauge("success", float64(s.LastSuccess.UnixNano())/1e9)
 	}
+	c.m.stats.mu.Lock()
+	now, origin := c.m.stats.clock(), c.m.stats.since
+	c.m.stats.mu.Unlock()
+	if !s.LastSuccess.IsZero() {
+		origin = s.LastSuccess
+	}
+	gauge("age", max(now.Sub(origin).Seconds(), 0))
+	gauge("interval", c.m.opts.Interval.Seconds())
 	c.m.stats.latency.Collect(ch)
 }

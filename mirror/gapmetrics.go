@@ -1,0 +1,398 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// GapMetricsOptions configures NewGapMetrics. Zero values are documented
+// defaults.
+type GapMetricsOptions struct {
+	// Table is the durable coverage table the gaps are read from. Required.
+	Table *iceberg.Table
+	// Reference is raw's sink name. Zero value: coverage.RawSink.
+	Reference string
+	// Sinks are the sinks every reference partition is written to, as
+	// PlanOptions.Sinks. Zero value: per topic, the sinks the table has rows
+	// of.
+	Sinks []string
+	// Interval is the time between refreshes in Run. Every refresh reads
+	// the whole table, as Plan does. Zero value: 2m.
+	Interval time.Duration
+	// Timeout bounds one refresh. Zero value: Interval.
+	Timeout time.Duration
+	// Logger receives failed refreshes. Zero value: discard.
+	Logger *slog.Logger
+	// Now is the clock for ages. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in zero values.
+func (o *GapMetricsOptions) EnsureDefaults() {
+	if o.Reference == "" {
+		o.Reference = coverage.RawSink
+	}
+	if o.Interval == 0 {
+		o.Interval = 2 * time.Minute
+	}
+	if o.Timeout == 0 {
+		o.Timeout = o.Interval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate reports unusable options.
+func (o *GapMetricsOptions) Validate() error {
+	switch {
+	case o.Table == nil:
+		return errors.New("mirror: GapMetricsOptions.Table is nil: open the coverage table with iceberg.Open")
+	case o.Interval < 0 || o.Timeout < 0:
+		return errors.New("mirror: GapMetricsOptions.Interval and Timeout must not be negative")
+	}
+	return nil
+}
+
+// SinkGaps is one sink's gaps in the durable table as of a refresh. For the
+// reference they are its own holes (Plan's verify-reference tasks).
+type SinkGaps struct {
+	Gaps           uint64 // maximal missing ranges
+	MissingBatches uint64 // batches in them, saturating at 2^64-1
+	// OldestSince is when the oldest gap was first known to exist; zero
+	// without gaps. See GapMetrics for what "known" means.
+	OldestSince time.Time
+}
+
+// GapMetrics is a Prometheus collector of every sink's gaps in the durable
+// coverage table, refreshed by Run on an interval (or by Refresh). A failed
+// refresh is logged and counted and the last good values stay exported, with
+// the time of the last success, so that a flapping catalog does not blank
+// the dashboards. Labels are the sink only: a table of 10,000 destinations
+// exports one series per sink.
+//
+// A gap's age is the longer of two lower bounds: since the earliest row that
+// shows it (for a sink's gap, the reference's rows over it; for a hole of the
+// reference, the first moment rows of the partition lay on both sides of
+// it), by their recorded_at; and since this process first saw a gap of the
+// same destination starting at the same batch. Compaction rewrites rows with
+// a new recorded_at, so the second bound is what keeps a stuck gap ageing
+// across compactions; a gap whose start moves (a replay in progress, a sink
+// that lags but writes) starts over.
+type GapMetrics struct {
+	opts GapMetricsOptions
+
+	refreshMu                        sync.Mutex           // one refresh at a time
+	seen                             map[gapKey]time.Time // first seen, per current gap; guarded by refreshMu
+	mu                               sync.Mutex           // guards what follows
+	sinks                            map[string]SinkGaps  // as of lastSuccess
+	lastOK                           time.Time            // zero until a refresh succeeds
+	lastDur                          time.Duration        // of the last refresh, failed or not
+	refreshes, failures, consecutive uint64               // successes, failures, failures in a row
+}
+
+type gapKey struct {
+	dest  coverage.Destination
+	start uint64
+}
+
+// NewGapMetrics returns the collector; nothing is read until Refresh or Run.
+func NewGapMetrics(opts GapMetricsOptions) (*GapMetrics, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &GapMetrics{opts: opts, seen: map[gapKey]time.Time{}, sinks: map[string]SinkGaps{}}, nil
+}
+
+// Run refreshes at once and then every Interval until ctx is done, then
+// returns nil. Failures are logged and counted, never fatal.
+func (g *GapMetrics) Run(ctx context.Context) error {
+	ticker := time.NewTicker(g.opts.Interval)
+	defer ticker.Stop()
+	for {
+		if err := g.Refresh(ctx); err != nil && ctx.Err() == nil {
+			g.opts.Logger.Warn("gap metrics refresh failed; the last good values stay exported",
+				"table", g.opts.Table.Name(), "err", err, "retry_in", g.opts.Interval.String())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// Refresh reads the table once and replaces the exported values, or, on
+// error, counts the failure and keeps them.
+func (g *GapMetrics) Refresh(ctx context.Context) error {
+	g.refreshMu.Lock()
+	defer g.refreshMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	sinks, err := g.read(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lastDur = time.Since(start)
+	if err != nil {
+		g.failures++
+		g.consecutive++
+		return fmt.Errorf("mirror: gap metrics of %s: %w", g.opts.Table.Name(), err)
+	}
+	g.refreshes++
+	g.consecutive = 0
+	g.sinks, g.lastOK = sinks, g.opts.Now()
+	return nil
+}
+
+// Sinks returns the values of the last successful refresh, per sink.
+func (g *GapMetrics) Sinks() map[string]SinkGaps {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]SinkGaps, len(g.sinks))
+	for k, v := range g.sinks {
+		out[k] = v
+	}
+	return out
+}
+
+// row is one row of the coverage table, as far as ages need it.
+type row struct {
+	sink       string
+	start, end uint64
+	at         time.Time
+}
+
+func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
+	tbl, err := g.opts.Table.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, rows, err := readRows(ctx, tbl)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := planOf(all, PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks})
+	if err != nil {
+		return nil, err
+	}
+	now := g.opts.Now()
+	out := map[string]SinkGaps{g.opts.Reference: {}}
+	for d := range all {
+		out[d.Sink] = SinkGaps{}
+	}
+	for _, s := range g.opts.Sinks {
+		out[s] = SinkGaps{}
+	}
+	seen := make(map[gapKey]time.Time, len(tasks))
+	for _, task := range tasks { // one task per maximal gap: MaxBatches is 0
+		tp := TopicPartition{task.Destination.Topic, task.Destination.Partition}
+		since := evidence(rows[tp], task, g.opts.Reference, now)
+		key := gapKey{task.Destination, task.Range.Start}
+		if first, ok := g.seen[key]; ok && first.Before(since) {
+			since = first
+		}
+		seen[key] = since
+		s := out[task.Destination.Sink]
+		s.Gaps++
+		s.MissingBatches = addSaturating(s.MissingBatches, task.Range.Len())
+		if s.OldestSince.IsZero() || since.Before(s.OldestSince) {
+			s.OldestSince = since
+		}
+		out[task.Destination.Sink] = s
+	}
+	g.seen = seen // closed gaps are forgotten: memory stays one entry per gap
+	return out, nil
+}
+
+// evidence is the earliest recorded_at at which the table showed task's gap
+// (rows sorted by start), or now if no row does.
+func evidence(rows []row, task Task, reference string, now time.Time) time.Time {
+	s, e := task.Range.Start, task.Range.End
+	if task.Kind == KindVerifyReference {
+		// A hole shows once rows lie on both sides of (or over) it: some
+		// row starting below its end and some row ending above its start.
+		below, above := now, now
+		for _, r := range rows {
+			if r.start < e && r.at.Before(below) {
+				below = r.at
+			}
+			if r.end > s && r.at.Before(above) {
+				above = r.at
+			}
+		}
+		if below.After(above) {
+			return below
+		}
+		return above
+	}
+	// A sink's gap shows from the first reference row over it.
+	since := now
+	for _, r := range rows {
+		if r.start >= e {
+			break
+		}
+		if r.sink == reference && r.end > s && r.at.Before(since) {
+			since = r.at
+		}
+	}
+	return since
+}
+
+func addSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// readRows reads every row of the table: the merged coverage per
+// destination, as iceberg.ReadCoverage does, and the rows with their
+// recorded_at per partition, sorted by start.
+func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[TopicPartition][]row, error) {
+	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[TopicPartition][]row{}
+	if tbl.CurrentSnapshot() == nil {
+		return all, rows, nil
+	}
+	scan := tbl.Scan(table.WithSelectedFields(iceberg.ColSink, iceberg.ColTopic, iceberg.ColPartition,
+		iceberg.ColRangeStart, iceberg.ColRangeEnd, iceberg.ColRecordedAt))
+	_, records, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+	}
+	for rec, err := range records {
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+		}
+		err = addTimedRows(all, rows, rec)
+		rec.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, rs := range rows {
+		slices.SortFunc(rs, func(a, b row) int {
+			switch {
+			case a.start < b.start:
+				return -1
+			case a.start > b.start:
+				return 1
+			}
+			return 0
+		})
+	}
+	return all, rows, nil
+}
+
+func addTimedRows(all map[coverage.Destination]*coverage.RangeSet, rows map[TopicPartition][]row, rec arrow.RecordBatch) error {
+	col := func(name string) arrow.Array {
+		idx := rec.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			return nil
+		}
+		return rec.Column(idx[0])
+	}
+	sink, sinkOK := col(iceberg.ColSink).(*array.String)
+	topic, topicOK := col(iceberg.ColTopic).(*array.String)
+	partition, partOK := col(iceberg.ColPartition).(*array.Int32)
+	start, startOK := col(iceberg.ColRangeStart).(*array.Int64)
+	end, endOK := col(iceberg.ColRangeEnd).(*array.Int64)
+	at, atOK := col(iceberg.ColRecordedAt).(*array.Timestamp)
+	if !sinkOK || !topicOK || !partOK || !startOK || !endOK || !atOK {
+		return fmt.Errorf("%w: scan returned columns %s", iceberg.ErrIncompatibleTable, rec.Schema())
+	}
+	unit := at.DataType().(*arrow.TimestampType).Unit
+	for i := 0; i < int(rec.NumRows()); i++ {
+		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
+		s, e := start.Value(i), end.Value(i)
+		if s < 0 || e <= s {
+			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
+				coverage.ErrCorrupt, d, s, e)
+		}
+		set := all[d]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			all[d] = set
+		}
+		if err := set.Add(coverage.Range{Start: uint64(s), End: uint64(e)}); err != nil {
+			return err
+		}
+		tp := TopicPartition{d.Topic, d.Partition}
+		rows[tp] = append(rows[tp], row{sink: d.Sink, start: uint64(s), end: uint64(e), at: at.Value(i).ToTime(unit)})
+	}
+	return nil
+}
+
+var gapDescs = map[string]*prometheus.Desc{
+	"gaps": prometheus.NewDesc("covmirror_sink_gaps",
+		"Gaps of the sink in the durable coverage table: ranges of batches the reference (raw) holds that the sink lacks; for the reference itself, holes in its own coverage to verify against raw. As of the last successful gap refresh.",
+		[]string{"sink"}, nil),
+	"missing": prometheus.NewDesc("covmirror_sink_missing_batches",
+		"Batches in the sink's gaps (for the reference, in its holes): what a replay would send. As of the last successful gap refresh.",
+		[]string{"sink"}, nil),
+	"age": prometheus.NewDesc("covmirror_sink_oldest_gap_age_seconds",
+		"Age of the sink's oldest gap: since the coverage table first showed it, or this process first saw it, whichever is longer; 0 without gaps.",
+		[]string{"sink"}, nil),
+	"success": prometheus.NewDesc("covmirror_gap_refresh_last_success_timestamp_seconds",
+		"When the gap metrics were last read from the coverage table successfully; absent until then.", nil, nil),
+	"refreshes": prometheus.NewDesc("covmirror_gap_refreshes_total",
+		"Successful reads of the coverage table for the gap metrics.", nil, nil),
+	"failures": prometheus.NewDesc("covmirror_gap_refresh_failures_total",
+		"Failed reads of the coverage table for the gap metrics (the catalog or warehouse unreachable, a misspelled reference); the last good values stay exported.", nil, nil),
+	"consecutive": prometheus.NewDesc("covmirror_gap_refresh_consecutive_failures",
+		"Failed gap refreshes since the last success.", nil, nil),
+	"duration": prometheus.NewDesc("covmirror_gap_refresh_duration_seconds",
+		"How long the last gap refresh took, failed or not.", nil, nil),
+}
+
+// Describe implements prometheus.Collector.
+func (g *GapMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range gapDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. Ages are computed now, so they
+// keep growing between refreshes (and while refreshes fail).
+func (g *GapMetrics) Collect(ch chan<- prometheus.Metric) {
+	now := g.opts.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(gapDescs[name], prometheus.GaugeValue, v, labels...)
+	}
+	for sink, s := range g.sinks {
+		gauge("gaps", float64(s.Gaps), sink)
+		gauge("missing", float64(s.MissingBatches), sink)
+		age := 0.0
+		if !s.OldestSince.IsZero() {
+			age = max(now.Sub(s.OldestSince).Seconds(), 0)
+		}
+		gauge("age", age, sink)
+	}
+	if !g.lastOK.IsZero() {
+		gauge("success", float64(g.lastOK.UnixNano())/1e9)
+	}
+	ch <- prometheus.MustNewConstMetric(gapDescs["refreshes"], prometheus.CounterValue, float64(g.refreshes))
+	ch <- prometheus.MustNewConstMetric(gapDescs["failures"], prometheus.CounterValue, float64(g.failures))
+	gauge("consecutive", float64(g.consecutive))
+	gauge("duration", g.lastDur.Seconds())
+}
