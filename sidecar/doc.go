@@ -1,0 +1,43 @@
+// Package sidecar is the record API of one pod: an HTTP server (over
+// loopback TCP or a Unix socket) in front of the pod's mirror.Mirror, so that
+// a pipeline written in any language records coverage, checkpoints, reads
+// the committed gaps and keeps its source positions while `covmirror serve`
+// holds the local tier's lock.
+//
+//	POST /v1/records              JSON array or NDJSON of {"sink","topic","partition","start","end"}
+//	POST /v1/checkpoint           Mirror.Checkpoint now: {"checkpoints","batches","destinations","positions","duration_seconds"}
+//	GET  /v1/gaps                 ?reference=&sink=&topic=&partition=: committed gaps, as `covmirror gaps --json`
+//	GET  /v1/coverage             this pod's local view (local.Store.Handler)
+//	PUT  /v1/positions/{source}   {"partition","cursor","raw_end"}: a stored source's position
+//	GET  /v1/positions/{source}   ?partition=P: the position to resume from
+//
+// Every answer is JSON; an error is {"error", "rule"} (and "entry" when one
+// record entry is at fault). Options.Extra mounts more routes; Collector
+// counts requests, records and rejects by route.
+//
+// # The invariant it owns
+//
+// Coverage and source positions may lag, never lead:
+//
+//   - A record is made only because the caller says the sink durably
+//     acknowledged the batches: call POST /v1/records only after the sink's
+//     durable ack, never before or in anticipation of it. The API cannot
+//     check this; it is the caller's promise.
+//   - A record request is all or nothing with respect to validation: every
+//     entry is decoded and validated (exact field names, types, partition
+//     range, uint64 batch ids, coverage.ValidateRecord, MaxBatchEnd) before
+//     the first is recorded; an invalid entry fails the whole request with
+//     400 naming the entry and the rule, and nothing is recorded. A local
+//     tier that fails midway is reported with how many entries were recorded
+//     (a lag: the caller retries the rest; coverage is a union, so recording
+//     twice is harmless). 200 means the local tier holds every entry.
+//   - A position is resolved with coverage.SafePosition against raw's
+//     committed coverage in the durable tier, so GET never returns a
+//     position past a gap in raw. PUT buffers the position in the Mirror,
+//     which saves it only after the next checkpoint's coverage commit;
+//     losing the buffer in a crash resumes the source from an older
+//     position (a lag). Broker-managed sources get 409: their broker holds
+//     the authoritative position.
+//   - On Shutdown new writes answer 503, requests in flight finish, and the
+//     caller's Mirror.Close runs the final checkpoint.
+package sidecar

@@ -1,0 +1,196 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// checkpointResult is the answer to POST /v1/checkpoint.
+type checkpointResult struct {
+	Checkpoints     int     `json:"checkpoints"`
+	Batches         uint64  `json:"batches"`
+	Destinations    int     `json:"destinations"`
+	Positions       int     `json:"positions"`
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// checkpoint is POST /v1/checkpoint: Mirror.Checkpoint now.
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	if s.shuttingDown(w, r) {
+		return // the final checkpoint follows
+	}
+	sum, err := s.opts.Mirror.Checkpoint(r.Context())
+	if err != nil {
+		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error() + "; everything not committed stays pending in the local tier", Rule: "durable-tier"})
+		return
+	}
+	writeJSON(w, http.StatusOK, checkpointResult{Checkpoints: sum.Checkpoints, Batches: sum.Batches,
+		Destinations: sum.Destinations, Positions: sum.Positions, DurationSeconds: sum.Duration.Seconds()})
+}
+
+// queryPartition parses an optional partition parameter.
+func queryPartition(v string) (*int32, error) {
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return nil, fmt.Errorf("partition %q is not an integer from 0 to 2147483647", v)
+	}
+	p := int32(n)
+	return &p, nil
+}
+
+// gaps is GET /v1/gaps: the committed gaps, as `covmirror gaps --json`.
+func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	part, err := queryPartition(q.Get("partition"))
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
+		return
+	}
+	f := mirror.GapsFilter{Reference: q.Get("reference"), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
+	if f.Reference == "" {
+		f.Reference = s.opts.Reference
+	}
+	gaps, err := mirror.CommittedGaps(r.Context(), s.opts.Durable, f)
+	var nre *mirror.NoReferenceError
+	switch {
+	case errors.As(err, &nre):
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in the coverage table; the table has rows of the sinks %v: pass reference= with the sink raw's coverage is recorded under", nre.Reference, nre.Sinks), Rule: "no-reference"})
+		return
+	case err != nil:
+		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
+		return
+	}
+	writeJSON(w, http.StatusOK, gaps)
+}
+
+// positionPut is PUT /v1/positions/{source}'s body.
+type positionPut struct {
+	Partition *json.Number `json:"partition"`
+	Cursor    *string      `json:"cursor"`
+	RawEnd    *json.Number `json:"raw_end"`
+}
+
+// positionAnswer is GET /v1/positions/{source}'s answer. Found is false
+// when no stored position is safe: the source starts from its beginning.
+type positionAnswer struct {
+	Source    string `json:"source"`
+	Partition int32  `json:"partition"`
+	Found     bool   `json:"found"`
+	Cursor    string `json:"cursor,omitempty"`
+	RawEnd    uint64 `json:"raw_end,omitempty"`
+}
+
+// sourceAllowed answers 404 or 409 for a source whose positions are not
+// kept here, and reports whether it did not.
+func (s *Server) sourceAllowed(w http.ResponseWriter, r *http.Request, source string) bool {
+	err := coverage.CheckStoredSource(s.regimes, source)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, coverage.ErrBrokerManaged):
+		s.fail(w, r, http.StatusConflict, apiError{Error: err.Error() + " (declared broker-managed in the configuration)", Rule: "broker-managed"})
+	default:
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("source %q is not configured: declare it with source.%s = stored in the configuration file, or --source %s=stored (COVMIRROR_SOURCES)", source, source, source), Rule: "unknown-source"})
+	}
+	return false
+}
+
+// putPosition is PUT /v1/positions/{source}: buffer the newest position of
+// a stored source's partition, saved after the next checkpoint's coverage
+// commit. raw_end is the end (exclusive) of the raw batches the cursor
+// covers: the source resumes at batch raw_end.
+func (s *Server) putPosition(w http.ResponseWriter, r *http.Request) {
+	if s.shuttingDown(w, r) {
+		return
+	}
+	source := r.PathValue("source")
+	if !s.sourceAllowed(w, r, source) {
+		return
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var body positionPut
+	if err := dec.Decode(&body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.fail(w, r, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit), Rule: "body-too-large"})
+			return
+		}
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("the body is not {\"partition\": P, \"cursor\": \"...\", \"raw_end\": N}: %v", err), Rule: "json"})
+		return
+	}
+	if body.Partition == nil || body.Cursor == nil || body.RawEnd == nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: "partition, cursor and raw_end are required", Rule: "missing-field"})
+		return
+	}
+	part, err := queryPartition(body.Partition.String())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
+		return
+	}
+	end, err := strconv.ParseUint(body.RawEnd.String(), 10, 64)
+	if err != nil || end == 0 || end > coverage.MaxBatchEnd {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("raw_end %s is not an integer from 1 to %d (the end, exclusive, of the raw batches the cursor covers)", body.RawEnd, uint64(coverage.MaxBatchEnd)), Rule: "invalid-position"})
+		return
+	}
+	pos := coverage.Position{Source: source, Partition: *part, Cursor: []byte(*body.Cursor), Batch: end - 1}
+	if err := s.opts.Mirror.SavePosition(r.Context(), pos); err != nil {
+		code, rule := http.StatusBadRequest, "invalid-position"
+		if errors.Is(err, mirror.ErrNoPositionStore) {
+			code, rule = http.StatusServiceUnavailable, "durable-tier"
+		}
+		s.fail(w, r, code, apiError{Error: err.Error(), Rule: rule})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"source": source, "partition": *part, "raw_end": end, "buffered": true})
+}
+
+// getPosition is GET /v1/positions/{source}?partition=P: the stored
+// position to resume from, never one past a gap in raw's committed
+// coverage (coverage.SafePosition over the durable tier).
+func (s *Server) getPosition(w http.ResponseWriter, r *http.Request) {
+	source := r.PathValue("source")
+	if !s.sourceAllowed(w, r, source) {
+		return
+	}
+	part, err := queryPartition(r.URL.Query().Get("partition"))
+	if err == nil && part == nil {
+		err = errors.New("partition= is required")
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
+		return
+	}
+	stored, err := s.opts.Positions.Positions(r.Context(), source, *part)
+	if err != nil {
+		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
+		return
+	}
+	rawDest := coverage.Destination{Sink: s.opts.Reference, Topic: source, Partition: *part}
+	all, err := s.opts.Durable.Coverage(r.Context(), iceberg.Filter{Sink: rawDest.Sink, Topic: source, Partition: part})
+	if err != nil {
+		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
+		return
+	}
+	raw := all[rawDest]
+	if raw == nil {
+		raw = new(coverage.RangeSet)
+	}
+	ans := positionAnswer{Source: source, Partition: *part}
+	if p, ok := coverage.SafePosition(stored, raw); ok {
+		ans.Found, ans.Cursor, ans.RawEnd = true, string(p.Cursor), p.Batch+1
+	}
+	writeJSON(w, http.StatusOK, ans)
+}

@@ -1,0 +1,71 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+// ErrNotLoopback: ListenTCP was given an address other hosts can reach
+// without allowing it.
+var ErrNotLoopback = errors.New("sidecar: address is not loopback")
+
+// ListenTCP listens on addr. The record API has no authentication, so an
+// address reachable from other hosts (not loopback, or a wildcard such as
+// :9464 or 0.0.0.0) is refused with ErrNotLoopback unless allowNonLoopback
+// says the operator asked for it explicitly; then it is logged as a warning.
+func ListenTCP(addr string, allowNonLoopback bool, logger *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: listen on %s: %w", addr, err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	if tcp != nil && tcp.IP.IsLoopback() {
+		return ln, nil
+	}
+	if !allowNonLoopback {
+		_ = ln.Close()
+		return nil, fmt.Errorf("%w: %s (bound to %s) is reachable from other hosts and the record API has no authentication: listen on 127.0.0.1, or give the address explicitly to accept that", ErrNotLoopback, addr, ln.Addr())
+	}
+	if logger != nil {
+		logger.Warn("the record API listens on an address other hosts can reach; it has no authentication: anyone who reaches it can record coverage", "addr", ln.Addr().String())
+	}
+	return ln, nil
+}
+
+// ListenUnix listens on a Unix socket at path with mode 0600. A socket file
+// left by a process that died is removed first, but only if nothing
+// answers on it; any other file at path is an error, never removed.
+func ListenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("sidecar: %s exists and is not a socket: remove it or choose another --socket path", path)
+		}
+		conn, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("sidecar: another process answers on %s: stop it or choose another --socket path", path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("sidecar: socket %s exists and its state is unknown (%w): remove it if no process uses it", path, err)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sidecar: removing the stale socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: listen on socket %s: %w", path, err)
+	}
+	// Only this user may connect: the socket is the API's access control.
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("sidecar: chmod 0600 %s: %w", path, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,109 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// Options configures New. Zero values are documented defaults.
+type Options struct {
+	// Mirror records into the local tier and checkpoints. Required. Its
+	// Options.Positions must be Positions below for PUT /v1/positions.
+	Mirror *mirror.Mirror
+	// Local is the Mirror's local tier, served as GET /v1/coverage.
+	// Required.
+	Local *local.Store
+	// Durable is the coverage table: GET /v1/gaps and the raw coverage
+	// positions are resolved against. Required.
+	Durable *iceberg.Table
+	// Positions is the durable position store GET /v1/positions reads.
+	// Zero value: none; then no source may be declared stored.
+	Positions coverage.PositionStore
+	// Sources declares each source's regime: PUT and GET /v1/positions
+	// answer 409 for a broker-managed source and 404 for an undeclared one.
+	// Zero value: none declared.
+	Sources []coverage.Source
+	// Reference is raw's sink name. Zero value: coverage.RawSink.
+	Reference string
+	// MaxBodyBytes bounds a request body; a larger one is refused with 413
+	// and nothing is recorded. Zero value: 8 MiB.
+	MaxBodyBytes int64
+	// ReadTimeout and WriteTimeout bound reading a whole request and
+	// writing its response. Zero values: 30s and 60s (a checkpoint or a
+	// gaps query reads the table).
+	ReadTimeout, WriteTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers. Zero value: 10s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long. Zero value:
+	// 2m.
+	IdleTimeout time.Duration
+	// Extra mounts more handlers by http.ServeMux pattern, for instance
+	// "GET /v1/map" or "GET /{$}" (use "{$}" for the root alone: "GET /"
+	// would take every unknown GET route from the JSON 404). A pattern
+	// conflicting with the sidecar's own routes makes New fail. Zero value:
+	// none.
+	Extra map[string]http.Handler
+	// Logger receives request failures and shutdown. Zero value: discard.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills in zero values.
+func (o *Options) EnsureDefaults() {
+	if o.Reference == "" {
+		o.Reference = coverage.RawSink
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = 30 * time.Second
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 60 * time.Second
+	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports unusable options.
+func (o *Options) Validate() error {
+	switch {
+	case o.Mirror == nil:
+		return errors.New("sidecar: Options.Mirror is nil: open one with mirror.New")
+	case o.Local == nil:
+		return errors.New("sidecar: Options.Local is nil: pass the Mirror's local tier")
+	case o.Durable == nil:
+		return errors.New("sidecar: Options.Durable is nil: open the coverage table with iceberg.Open")
+	case o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ReadHeaderTimeout < 0 || o.IdleTimeout < 0:
+		return errors.New("sidecar: Options.MaxBodyBytes and the timeouts must not be negative")
+	}
+	if _, err := coverage.SourceRegimes(o.Sources); err != nil {
+		return fmt.Errorf("sidecar: Options.Sources: %w", err)
+	}
+	for _, s := range o.Sources {
+		if s.Regime == coverage.Stored && o.Positions == nil {
+			return fmt.Errorf("sidecar: source %q is stored but Options.Positions is nil: open the positions table with iceberg.OpenPositions", s.Name)
+		}
+	}
+	for pattern, h := range o.Extra {
+		if h == nil {
+			return fmt.Errorf("sidecar: Options.Extra[%q] is nil", pattern)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Record is one entry of POST /v1/records: a range a sink has durably
+// acknowledged.
+type Record struct {
+	Destination coverage.Destination
+	Range       coverage.Range
+}
+
+// wireRecord is an entry as sent. Numbers stay json.Number so that a
+// partition past int32, a negative or fractional number or one past uint64
+// are named as such, never wrapped or truncated.
+type wireRecord struct {
+	Sink      *string      `json:"sink"`
+	Topic     *string      `json:"topic"`
+	Partition *json.Number `json:"partition"`
+	Start     *json.Number `json:"start"`
+	End       *json.Number `json:"end"`
+}
+
+// entryError is an invalid entry: its index and the rule it broke.
+type entryError struct {
+	entry int // -1: the body as a whole
+	rule  string
+	err   error
+}
+
+func (e *entryError) Error() string {
+	if e.entry < 0 {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("entry %d: %v", e.entry, e.err)
+}
+
+// DecodeRecords reads a JSON array of entries, or NDJSON (one entry per
+// line) when ndjson is set, and validates every entry: exact field names
+// (sink, topic, partition, start, end, all required), a partition from 0 to
+// 2147483647, start and end unsigned 64-bit integers with end at most
+// coverage.MaxBatchEnd, and coverage.ValidateRecord. The first invalid
+// entry fails the whole body: all or nothing.
+func DecodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
+	dec := json.NewDecoder(body)
+	dec.UseNumber()
+	var raws []json.RawMessage
+	if ndjson {
+		for {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, bodyError(len(raws), err)
+			}
+			raws = append(raws, raw)
+		}
+	} else {
+		if err := dec.Decode(&raws); err != nil {
+			return nil, bodyError(-1, err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, &entryError{entry: -1, rule: "json", err: errors.New("the body has more after the JSON array: send one array, or NDJSON with Content-Type application/x-ndjson")}
+		}
+	}
+	out := make([]Record, len(raws))
+	for i, raw := range raws {
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			err.entry = i
+			return nil, err
+		}
+		out[i] = rec
+	}
+	return out, nil
+}
+
+func bodyError(entry int, err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &entryError{entry: -1, rule: "body-too-large", err: fmt.Errorf("the body is larger than %d bytes: send smaller batches", mbe.Limit)}
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &entryError{entry: -1, rule: "type", err: errors.New("the body is not a JSON array of entries: send [{\"sink\",\"topic\",\"partition\",\"start\",\"end\"}, ...], or NDJSON with Content-Type application/x-ndjson")}
+	}
+	if entry >= 0 {
+		return &entryError{entry: entry, rule: "json", err: fmt.Errorf("not JSON: %w", err)}
+	}
+	return &entryError{entry: -1, rule: "json", err: fmt.Errorf("the body is not JSON: %w", err)}
+}
+
+func decodeRecord(raw json.RawMessage) (Record, *entryError) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var w wireRecord
+	if err := dec.Decode(&w); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return Record{}, &entryError{rule: "type", err: fmt.Errorf("an entry is an object {\"sink\",\"topic\",\"partition\",\"start\",\"end\"}, not a JSON %s", te.Value)}
+		case errors.As(err, &te):
+			return Record{}, &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON %s; want a %s", te.Field, te.Value, wantType(te.Field))}
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return Record{}, &entryError{rule: "unknown-field", err: fmt.Errorf("%s: the fields are sink, topic, partition, start and end", strings.TrimPrefix(err.Error(), "json: "))}
+		}
+		return Record{}, &entryError{rule: "json", err: err}
+	}
+	if ferr := checkFields(raw); ferr != nil {
+		return Record{}, ferr
+	}
+	switch {
+	case w.Sink == nil:
+		return Record{}, missing("sink")
+	case w.Topic == nil:
+		return Record{}, missing("topic")
+	case w.Partition == nil:
+		return Record{}, missing("partition")
+	case w.Start == nil:
+		return Record{}, missing("start")
+	case w.End == nil:
+		return Record{}, missing("end")
+	}
+	part, err := strconv.ParseInt(w.Partition.String(), 10, 64)
+	if err != nil || part < 0 || part > math.MaxInt32 {
+		return Record{}, &entryError{rule: "partition", err: fmt.Errorf("partition %s is not an integer from 0 to 2147483647", w.Partition)}
+	}
+	start, perr := parseBatch("start", *w.Start)
+	if perr != nil {
+		return Record{}, perr
+	}
+	end, perr := parseBatch("end", *w.End)
+	if perr != nil {
+		return Record{}, perr
+	}
+	rec := Record{Destination: coverage.Destination{Sink: *w.Sink, Topic: *w.Topic, Partition: int32(part)}, Range: coverage.Range{Start: start, End: end}}
+	if end > coverage.MaxBatchEnd {
+		return Record{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
+	}
+	if verr := coverage.ValidateRecord(rec.Destination, rec.Range); verr != nil {
+		rule := "invalid-range"
+		if errors.Is(verr, coverage.ErrInvalidDestination) {
+			rule = "invalid-destination"
+		}
+		return Record{}, &entryError{rule: rule, err: verr}
+	}
+	return rec, nil
+}
+
+func wantType(field string) string {
+	if field == "sink" || field == "topic" {
+		return "string"
+	}
+	return "number"
+}
+
+func missing(field string) *entryError {
+	return &entryError{rule: "missing-field", err: fmt.Errorf("field %q is missing: every entry has sink, topic, partition, start and end", field)}
+}
+
+func parseBatch(field string, n json.Number) (uint64, *entryError) {
+	v, err := strconv.ParseUint(n.String(), 10, 64)
+	if err != nil {
+		return 0, &entryError{rule: "uint64", err: fmt.Errorf("%s %s is not an unsigned 64-bit integer (0 to 18446744073709551615, no sign, fraction or exponent)", field, n)}
+	}
+	return v, nil
+}
+
+// checkFields walks an object that decoded and reports what encoding/json
+// forgives: a key that is not exactly a wire name (it matches names
+// case-insensitively, so "END" would override "end") and a number sent as a
+// string (json.Number accepts "12").
+func checkFields(raw json.RawMessage) *entryError {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // {
+		return nil
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "sink", "topic", "partition", "start", "end":
+		default:
+			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are sink, topic, partition, start and end (lowercase)", key)}
+		}
+		val, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if _, isString := val.(string); isString && key != "sink" && key != "topic" {
+			return &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON string; want a number", key)}
+		}
+	}
+	return nil
+}
+
+// recordsResult is the answer to a record request that recorded everything.
+type recordsResult struct {
+	Recorded int `json:"recorded"`
+}
+
+// records is POST /v1/records: validate every entry, then record each in
+// the local tier. The caller asserts every entry was durably acknowledged
+// by its sink.
+func (s *Server) records(w http.ResponseWriter, r *http.Request) {
+	if s.shuttingDown(w, r) {
+		return
+	}
+	ndjson := false
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		switch {
+		case err == nil && mt == "application/json":
+		case err == nil && (mt == "application/x-ndjson" || mt == "application/jsonl"):
+			ndjson = true
+		default:
+			s.fail(w, r, http.StatusUnsupportedMediaType, apiError{Error: fmt.Sprintf("Content-Type %q: send application/json (an array) or application/x-ndjson (one entry per line)", ct), Rule: "content-type"})
+			return
+		}
+	}
+	recs, err := DecodeRecords(r.Body, ndjson)
+	if err != nil {
+		var ee *entryError
+		if !errors.As(err, &ee) {
+			s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "json"})
+			return
+		}
+		e := apiError{Error: ee.Error() + "; nothing was recorded", Rule: ee.rule}
+		if ee.entry >= 0 {
+			e.Entry = &ee.entry
+		}
+		code := http.StatusBadRequest
+		if ee.rule == "body-too-large" {
+			code = http.StatusRequestEntityTooLarge
+		}
+		s.fail(w, r, code, e)
+		return
+	}
+	// Not cancelled with the request: a client gone midway would otherwise
+	// leave a batch half recorded for no reason.
+	ctx := context.WithoutCancel(r.Context())
+	for i, rec := range recs {
+		if err := s.opts.Mirror.Record(ctx, rec.Destination, rec.Range); err != nil {
+			s.counters.records.WithLabelValues(routeRecords).Add(float64(i))
+			code := http.StatusInternalServerError
+			if errors.Is(err, coverage.ErrUnavailable) || errors.Is(err, coverage.ErrClosed) || errors.Is(err, coverage.ErrCorrupt) {
+				code = http.StatusServiceUnavailable
+			}
+			n := i
+			s.fail(w, r, code, apiError{
+				Error: fmt.Sprintf("entry %d: %v; entries 0 to %d are recorded, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, i-1, i, i, i),
+				Entry: &n, Rule: "local-tier", Recorded: &n,
+			})
+			return
+		}
+	}
+	s.counters.records.WithLabelValues(routeRecords).Add(float64(len(recs)))
+	writeJSON(w, http.StatusOK, recordsResult{Recorded: len(recs)})
+}

@@ -1,0 +1,214 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Server is the record API of one pod. Safe for concurrent use.
+type Server struct {
+	opts     Options
+	regimes  map[string]coverage.Regime
+	counters *counters
+	handler  http.Handler
+	http     *http.Server
+
+	draining atomic.Bool // set by Shutdown: writes answer 503
+}
+
+// New returns a Server; Handler serves its API, Serve serves it on a
+// listener.
+func New(opts Options) (*Server, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	regimes, _ := coverage.SourceRegimes(opts.Sources) // validated
+	s := &Server{opts: opts, regimes: regimes, counters: newCounters()}
+	h, err := s.routes()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = h
+	s.http = &http.Server{
+		Handler:           h,
+		ReadTimeout:       opts.ReadTimeout,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+	}
+	return s, nil
+}
+
+// Handler is the API: the sidecar's routes, Options.Extra, and a JSON 404
+// for anything else.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Route names, as the metrics label them.
+const (
+	routeRecords    = "POST /v1/records"
+	routeCheckpoint = "POST /v1/checkpoint"
+	routeGaps       = "GET /v1/gaps"
+	routeCoverage   = "GET /v1/coverage"
+	routePutPos     = "PUT /v1/positions"
+	routeGetPos     = "GET /v1/positions"
+	routeUnknown    = "unknown"
+)
+
+// routes builds the mux. Routes are registered without a method and check
+// it themselves, so that a wrong method is a JSON 405 rather than the mux's
+// plain-text one.
+func (s *Server) routes() (h http.Handler, err error) {
+	mux := http.NewServeMux()
+	// ServeMux panics on a conflicting pattern; a bad Extra is an error.
+	defer func() {
+		if r := recover(); r != nil {
+			h, err = nil, fmt.Errorf("sidecar: Options.Extra: %v", r)
+		}
+	}()
+	mux.Handle("/v1/records", s.route(routeRecords, http.MethodPost, s.records))
+	mux.Handle("/v1/checkpoint", s.route(routeCheckpoint, http.MethodPost, s.checkpoint))
+	mux.Handle("/v1/gaps", s.route(routeGaps, http.MethodGet, s.gaps))
+	mux.Handle("/v1/coverage", s.route(routeCoverage, http.MethodGet, s.opts.Local.Handler().ServeHTTP))
+	mux.Handle("/v1/positions/{source}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			s.route(routePutPos, http.MethodPut, s.putPosition).ServeHTTP(w, r)
+			return
+		}
+		s.route(routeGetPos, http.MethodGet, s.getPosition).ServeHTTP(w, r)
+	}))
+	for pattern, extra := range s.opts.Extra {
+		mux.Handle(pattern, extra)
+	}
+	mux.Handle("/", s.route(routeUnknown, "", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET /v1/gaps, GET /v1/coverage, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
+	}))
+	return mux, nil
+}
+
+// statusWriter remembers the status code for the requests counter.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+type routeKey struct{}
+
+// route wraps a handler with the method check (method "" allows any), the
+// body limit and the requests counter.
+func (s *Server) route(name, method string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, name))
+		switch {
+		case method == http.MethodGet && r.Method != http.MethodGet && r.Method != http.MethodHead,
+			method != "" && method != http.MethodGet && r.Method != method:
+			allow := method
+			if method == http.MethodGet {
+				allow = "GET, HEAD"
+			}
+			if name == routePutPos || name == routeGetPos {
+				allow = "GET, HEAD, PUT"
+			}
+			sw.Header().Set("Allow", allow)
+			s.fail(sw, r, http.StatusMethodNotAllowed, apiError{Error: fmt.Sprintf("%s %s: method not allowed; use %s", r.Method, r.URL.Path, allow), Rule: "method"})
+		default:
+			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+			h(sw, r)
+		}
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		s.counters.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+	})
+}
+
+// apiError is every error answer's JSON body.
+type apiError struct {
+	Error string `json:"error"`
+	// Entry is the index of the offending record entry, when one is at
+	// fault.
+	Entry *int `json:"entry,omitempty"`
+	// Rule names the rule broken, for programs: method, route, json,
+	// unknown-field, type, missing-field, partition, uint64,
+	// max-batch-end, invalid-destination, invalid-range, body-too-large,
+	// content-type, shutting-down, local-tier, broker-managed,
+	// unknown-source, invalid-position, no-reference, durable-tier.
+	Rule string `json:"rule,omitempty"`
+	// Recorded, on a record request that failed midway, is how many
+	// entries (from the first) are recorded: the caller must retry the
+	// rest (re-recording is harmless: coverage is a union).
+	Recorded *int `json:"recorded,omitempty"`
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, e apiError) {
+	route, _ := r.Context().Value(routeKey{}).(string)
+	if e.Rule != "" {
+		s.counters.rejects.WithLabelValues(route, e.Rule).Inc()
+	}
+	if code >= 500 {
+		s.opts.Logger.Warn("sidecar request failed", "route", route, "status", code, "err", e.Error)
+	}
+	writeJSON(w, code, e)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the client is gone if this fails
+}
+
+// shuttingDown answers 503 to a write once Shutdown has begun; it reports
+// whether it did.
+func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) bool {
+	if !s.draining.Load() {
+		return false
+	}
+	w.Header().Set("Connection", "close")
+	s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: "shutting down", Rule: "shutting-down"})
+	return true
+}
+
+// Serve serves the API on ln until Shutdown; it returns nil after a
+// Shutdown. Call it once per listener (TCP and a Unix socket, say).
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the API gracefully: from now on writes (records,
+// positions, checkpoints) answer 503 "shutting down", listeners stop
+// accepting, and requests in flight finish (until ctx is done). The caller
+// then closes the Mirror, whose final checkpoint carries everything
+// recorded.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.opts.Logger.Info("sidecar shutting down: new writes get 503, requests in flight finish")
+	return s.http.Shutdown(ctx)
+}
