@@ -102,9 +102,9 @@ func TestMapAtTenThousandDestinations(t *testing.T) {
 	t.Logf("page: %d bytes", len(page))
 
 	ctx := browser(t)
-	for _, view := range []struct{ name, hash, ready string }{
-		{"aggregate", "", `document.querySelectorAll("#sinks tr").length === 11 && document.querySelectorAll("#topics tr").length === 21`},
-		{"sink lake, all partitions", "#sink=lake&all=1", `document.querySelectorAll(".bar").length === 400`},
+	for _, view := range []struct{ name, hash, ready, png string }{
+		{"aggregate", "", `document.querySelectorAll("#sinks tr").length === 11 && document.querySelectorAll("#topics tr").length === 21`, "map-10000-aggregate.png"},
+		{"sink lake, all partitions", "#sink=lake&all=1", `document.querySelectorAll(".bar").length === 400`, "map-10000-lake.png"},
 	} {
 		start := time.Now()
 		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"+view.hash)); err != nil {
@@ -116,8 +116,8 @@ func TestMapAtTenThousandDestinations(t *testing.T) {
 		if e := evaluate[string](t, ctx, `document.body.dataset.jsError || ""`); e != "" {
 			t.Errorf("%s: script error: %s", view.name, e)
 		}
+		screenshot(t, ctx, view.png)
 	}
-	screenshot(t, ctx, "map-10000-lake.png")
 }
 
 func getBody(t *testing.T, url string) []byte {
