@@ -3,53 +3,216 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/sidecar"
 )
 
+// serveDeps is what serve opened, handed to the route sets other files of
+// this command add.
+type serveDeps struct {
+	Mirror   *mirror.Mirror
+	Local    *local.Store
+	Table    *iceberg.Table
+	Registry *prometheus.Registry // /metrics: register collectors here
+	Logger   *slog.Logger
+}
+
+// serveMounts are route sets other files add to serve in an init function
+// (a coverage map page, say): patterns as in sidecar.Options.Extra. A mount
+// that fails stops serve from starting.
+var serveMounts []func(ctx context.Context, d serveDeps) (map[string]http.Handler, error)
+
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--interval 30s]")
-	addr := fs.String("addr", "127.0.0.1:9464", "listen address for /metrics and /debug/coverage (loopback by default)")
+	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
+	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, /metrics and /debug/coverage (loopback by default; another address is accepted only when given here, with a warning: the API has no authentication)")
+	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", 30*time.Second, "checkpoint interval")
+	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
+	flagSources := map[string]string{}
+	fs.Func("source", "a source's regime, NAME=stored or NAME=broker-managed, repeatable (env COVMIRROR_SOURCES, comma-separated; config file source.NAME = REGIME): stored sources keep positions through PUT /v1/positions/NAME", func(kv string) error {
+		return addSource(flagSources, kv)
+	})
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *interval <= 0 {
-		return usageError{errors.New("serve: --interval must be positive")}
+	if *interval <= 0 || *maxBody <= 0 {
+		return usageError{errors.New("serve: --interval and --max-body must be positive")}
 	}
-	// The Mirror logs each failed checkpoint (and its retries) to the
-	// logger; the loop itself never stops on one.
-	m, store, table, err := g.openMirror(ctx, mirror.Options{Interval: *interval})
+	sources, err := g.sources(flagSources)
+	if err != nil {
+		return usageError{fmt.Errorf("serve: %w", err)}
+	}
+	addrGiven := false
+	fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
+
+	table, err := g.openTable(ctx)
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.Collector())
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/debug/coverage", store.Handler())
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		_ = m.Close()
-		return fmt.Errorf("serve: %w", err)
+	var positions *iceberg.Positions
+	var posStore coverage.PositionStore
+	if slices.ContainsFunc(sources, func(s coverage.Source) bool { return s.Regime == coverage.Stored }) {
+		positions, err = iceberg.OpenPositions(ctx, table.Catalog(), iceberg.Options{Namespace: []string{g.namespace}, Logger: g.logger}, "", g.writer, sources...)
+		if err != nil {
+			return fmt.Errorf("serve: opening the positions table: %w", err)
+		}
+		posStore = positions
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(g.stdout, "serving http://%s/metrics and http://%s/debug/coverage; checkpoint every %s\n", ln.Addr(), ln.Addr(), *interval)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	store, err := g.openLocal()
+	if err != nil {
+		return err
+	}
+	// The Mirror logs each failed checkpoint (and its retries) to the
+	// logger; the loop itself never stops on one.
+	m, err := mirror.New(mirror.Options{Local: store, Durable: table, Writer: g.writer, Logger: g.logger, Interval: *interval, Positions: posStore})
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	srv, lns, err := startSidecar(ctx, g, m, store, table, posStore, sources, *maxBody, *addr, addrGiven, *socket)
+	if err != nil {
+		return errors.Join(err, m.Close())
+	}
+	tcp := lns[0].Addr()
+	fmt.Fprintf(g.stdout, "serving http://%s/metrics and http://%s/debug/coverage, the record API at http://%s/v1/", tcp, tcp, tcp)
+	if *socket != "" {
+		fmt.Fprintf(g.stdout, " and unix:%s", *socket)
+	}
+	fmt.Fprintf(g.stdout, "; checkpoint every %s\n", *interval)
+	serveErr := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 	runErr := m.Run(ctx) // until SIGTERM
+	// Stop accepting, answer 503 to new writes, let requests in flight
+	// finish; then the final checkpoint carries everything they recorded.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = errors.Join(runErr, srv.Shutdown(shutdownCtx), explainWriteFailure(shutdownCtx, table, m.Close()))
-	if serr := <-serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
+	if positions != nil {
+		err = errors.Join(err, positions.Close())
+	}
+	for range lns {
+		if serr := <-serveErr; serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
 	return err
+}
+
+// startSidecar builds the record API with /metrics, /debug/coverage and the
+// mounts of serveMounts, and opens its listeners: TCP first, then the
+// socket.
+func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, table *iceberg.Table, positions coverage.PositionStore,
+	sources []coverage.Source, maxBody int64, addr string, addrGiven bool, socket string) (*sidecar.Server, []net.Listener, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Collector())
+	extra := map[string]http.Handler{
+		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		"/debug/coverage": store.Handler(),
+	}
+	for _, mount := range serveMounts {
+		routes, err := mount(ctx, serveDeps{Mirror: m, Local: store, Table: table, Registry: reg, Logger: g.logger})
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: %w", err)
+		}
+		maps.Copy(extra, routes)
+	}
+	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: table, Positions: positions, Sources: sources,
+		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	if err := reg.Register(srv.Collector()); err != nil {
+		return nil, nil, fmt.Errorf("serve: registering the record API's metrics: %w", err)
+	}
+	ln, err := sidecar.ListenTCP(addr, addrGiven, g.logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	lns := []net.Listener{ln}
+	if socket != "" {
+		uln, err := sidecar.ListenUnix(socket)
+		if err != nil {
+			_ = ln.Close()
+			return nil, nil, fmt.Errorf("serve: %w", err)
+		}
+		lns = append(lns, uln)
+	}
+	return srv, lns, nil
+}
+
+// parseRegime reads a source regime as configured.
+func parseRegime(s string) (coverage.Regime, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "stored":
+		return coverage.Stored, nil
+	case "broker-managed":
+		return coverage.BrokerManaged, nil
+	}
+	return 0, fmt.Errorf("regime %q: use stored or broker-managed", s)
+}
+
+func addSource(sources map[string]string, kv string) error {
+	name, regime, ok := strings.Cut(kv, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
+	}
+	if _, err := parseRegime(regime); err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	if _, dup := sources[name]; dup {
+		return fmt.Errorf("source %s is declared twice", name)
+	}
+	sources[name] = strings.TrimSpace(regime)
+	return nil
+}
+
+// sources are the declared sources, whole from the first of the flags,
+// COVMIRROR_SOURCES and the configuration file that has any.
+func (g *globals) sources(fromFlags map[string]string) ([]coverage.Source, error) {
+	chosen := fromFlags
+	if len(chosen) == 0 {
+		if env := os.Getenv("COVMIRROR_SOURCES"); env != "" {
+			chosen = map[string]string{}
+			for _, kv := range strings.Split(env, ",") {
+				if err := addSource(chosen, kv); err != nil {
+					return nil, fmt.Errorf("COVMIRROR_SOURCES: %w", err)
+				}
+			}
+		}
+	}
+	if len(chosen) == 0 && g.cfg != nil {
+		chosen = g.cfg.sources
+	}
+	out := make([]coverage.Source, 0, len(chosen))
+	for _, name := range slices.Sorted(maps.Keys(chosen)) {
+		regime, err := parseRegime(chosen[name])
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", name, err)
+		}
+		out = append(out, coverage.Source{Name: name, Regime: regime})
+	}
+	if _, err := coverage.SourceRegimes(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
