@@ -27,6 +27,9 @@ type config struct {
 	path     string
 	settings map[string]string
 	props    map[string]string
+	// sources are source.NAME = stored|broker-managed lines: the regimes
+	// serve's position API enforces.
+	sources map[string]string
 }
 
 var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format"}
@@ -59,7 +62,7 @@ func configPath(args []string) string {
 func isBoolFlag(name string) bool { return name == "h" || name == "help" }
 
 func loadConfig(path string) (*config, error) {
-	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}}
+	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}, sources: map[string]string{}}
 	if path == "" {
 		return c, nil
 	}
@@ -81,10 +84,15 @@ func loadConfig(path string) (*config, error) {
 			return nil, fmt.Errorf("%s:%d: %q is not key = value", path, n, line)
 		case strings.HasPrefix(k, "catalog.") && len(k) > len("catalog."):
 			c.props[strings.TrimPrefix(k, "catalog.")] = v
+		case strings.HasPrefix(k, "source.") && len(k) > len("source."):
+			if _, err := parseRegime(v); err != nil {
+				return nil, fmt.Errorf("%s:%d: %s: %w", path, n, k, err)
+			}
+			c.sources[strings.TrimPrefix(k, "source.")] = v
 		case slices.Contains(configKeys, k):
 			c.settings[k] = v
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s and catalog.PROPERTY", path, n, k, strings.Join(configKeys, ", "))
+			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s, catalog.PROPERTY and source.NAME", path, n, k, strings.Join(configKeys, ", "))
 		}
 	}
 	if err := sc.Err(); err != nil {

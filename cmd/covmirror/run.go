@@ -53,7 +53,7 @@ func init() {
 		"plan":       {"print the recovery plan: replay tasks from committed coverage", runPlan},
 		"compact":    {"rewrite the coverage table's small files, set-equal", runCompact},
 		"demo":       {"run the whole system once on embedded defaults and explain each step", runDemo},
-		"serve":      {"checkpoint on an interval and serve /metrics and the local tier's /debug/coverage", runServe},
+		"serve":      {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
 		"version":    {"print the version", runVersion},
 	}
 }
@@ -66,6 +66,9 @@ type globals struct {
 	namespace      string
 	table          string
 	writer         string
+	// cfg is the configuration file's settings, for the commands' own keys
+	// (serve's source.NAME).
+	cfg *config
 	// logger is slog to stderr at --log-level in --log-format: every
 	// library the commands open gets it.
 	logger *slog.Logger
@@ -114,6 +117,7 @@ func run(ctx context.Context, g *globals, args []string) error {
 		return usageError{err}
 	}
 	g.logger = logger
+	g.cfg = cfg
 	// Catalog properties come whole from one source: flags, else the
 	// environment, else the configuration file.
 	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
