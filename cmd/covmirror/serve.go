@@ -123,7 +123,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, table *iceberg.Table, positions coverage.PositionStore,
 	sources []coverage.Source, maxBody int64, addr string, addrGiven bool, socket string) (*sidecar.Server, []net.Listener, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.Collector())
+	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger}) // fails only without a table
+	reg.MustRegister(m.Collector(), gaps)
+	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table every 2m, until SIGTERM
 	extra := map[string]http.Handler{
 		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		"/debug/coverage": store.Handler(),
