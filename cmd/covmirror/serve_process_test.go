@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildBinary builds covmirror without cgo (no DuckDB: quick to link) into
+// a test directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "covmirror")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// servePod is a running `covmirror serve` process.
+type servePod struct {
+	cmd    *exec.Cmd
+	addr   string // host:port
+	socket string
+	stderr *lockedBuffer
+}
+
+func startServe(t *testing.T, bin, state string, extra ...string) *servePod {
+	t.Helper()
+	socket := filepath.Join(state, "api.sock")
+	args := append([]string{"--state", state, "--writer", "test", "serve", "--addr", "127.0.0.1:0", "--socket", socket, "--interval", "1h",
+		"--source", "files=stored", "--source", "kafka=broker-managed"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &servePod{cmd: cmd, socket: socket, stderr: &lockedBuffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- l
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case l := <-line:
+		f := strings.Fields(l)
+		if len(f) < 2 || !strings.HasPrefix(f[1], "http://") {
+			t.Fatalf("serve printed %q; stderr %s", l, p.stderr.String())
+		}
+		p.addr = strings.TrimSuffix(strings.TrimPrefix(f[1], "http://"), "/metrics")
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve did not start; stderr %s", p.stderr.String())
+	}
+	return p
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *servePod) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v; stderr %s", err, p.stderr.String())
+	}
+}
+
+func unixClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+}
+
+func call(t *testing.T, c *http.Client, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeProcessRecordAPI runs a real serve process: records over TCP
+// and over the socket, a checkpoint, gaps, the README's curl line, the
+// Python client's self-test, and SIGTERM's final checkpoint.
+func TestServeProcessRecordAPI(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is not installed: the Python client's test needs it (apt-get install python3)")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is not installed: the README's curl line is tested with it (apt-get install curl)")
+	}
+	bin := buildBinary(t)
+	state := t.TempDir()
+	// A stale socket file left by a dead process: serve removes it.
+	stale, err := net.Listen("unix", filepath.Join(state, "api.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	_ = stale.Close()
+	p := startServe(t, bin, state)
+	if fi, err := os.Stat(p.socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v: want mode 0600", fi, err)
+	}
+	tcp, sock := http.DefaultClient, unixClient(p.socket)
+	base := "http://" + p.addr
+	if code, body := call(t, tcp, "POST", base+"/v1/records", `[{"sink":"raw","topic":"orders","partition":0,"start":0,"end":100}]`); code != 200 || !strings.Contains(body, `"recorded":1`) {
+		t.Fatalf("record over TCP: %d %s", code, body)
+	}
+	req, _ := http.NewRequest("POST", "http://covmirror/v1/records", strings.NewReader(`{"sink":"lake","topic":"orders","partition":0,"start":0,"end":60}`+"\n"))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := sock.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("NDJSON over the socket: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if code, body := call(t, tcp, "POST", base+"/v1/checkpoint", ""); code != 200 || !strings.Contains(body, `"batches":160`) {
+		t.Fatalf("checkpoint: %d %s", code, body)
+	}
+	if code, body := call(t, sock, "GET", "http://covmirror/v1/gaps?sink=lake", ""); code != 200 || strings.TrimSpace(body) != `[{"sink":"lake","topic":"orders","partition":0,"start":60,"end":100}]` {
+		t.Fatalf("gaps: %d %s", code, body)
+	}
+
+	// The README's curl line, pointed at this process.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var curlLine string
+	for l := range strings.Lines(string(readme)) {
+		if strings.HasPrefix(l, "curl ") && strings.Contains(l, "/v1/records") {
+			curlLine = strings.TrimSpace(l)
+		}
+	}
+	if curlLine == "" {
+		t.Fatal("the README has no curl line for /v1/records")
+	}
+	curlLine = strings.Replace(strings.Replace(curlLine, "127.0.0.1:9464", p.addr, 1), "curl ", curl+" ", 1)
+	out, err := exec.Command("sh", "-c", curlLine).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != `{"recorded":1}` {
+		t.Fatalf("README curl line %q: %v %s", curlLine, err, out)
+	}
+
+	// The Python client's self-test, over TCP and the socket.
+	out, err = exec.Command(python, "../../examples/python/covmirror_client.py", base, p.socket).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("python client: %v\n%s\nserve's stderr: %s", err, out, p.stderr.String())
+	}
+
+	// A second serve on the same socket is refused while this one answers.
+	if out, err := exec.Command(bin, "--state", t.TempDir(), "serve", "--addr", "127.0.0.1:0", "--socket", p.socket).CombinedOutput(); err == nil || !strings.Contains(string(out), "another process answers") {
+		t.Fatalf("a second serve on a live socket: %v %s", err, out)
+	}
+
+	// Recorded and not checkpointed: SIGTERM's final checkpoint carries it.
+	if code, body := call(t, tcp, "POST", base+"/v1/records", `[{"sink":"search","topic":"orders","partition":0,"start":0,"end":100}]`); code != 200 {
+		t.Fatalf("record: %d %s", code, body)
+	}
+	p.stop(t)
+	if _, err := os.Stat(p.socket); !os.IsNotExist(err) {
+		t.Fatalf("the socket outlived serve: %v", err)
+	}
+	var gaps bytes.Buffer
+	gapsCmd := exec.Command(bin, "--state", state, "gaps", "--json", "--sink", "search")
+	gapsCmd.Stdout = &gaps
+	if err := gapsCmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(gaps.Bytes(), &rows); err != nil || len(rows) != 0 {
+		t.Fatalf("after SIGTERM, gaps of search %s (%v): the final checkpoint did not carry its record", gaps.String(), err)
+	}
+}
+
+// TestServeRefusesNonLoopbackUnlessExplicit: a wildcard address is
+// accepted only when --addr names it, with a warning.
+func TestServeWarnsOnNonLoopback(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--interval", "1h"}, &out, &errOut)
+	}()
+	for deadline := time.Now().Add(time.Minute); out.String() == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "no authentication") {
+		t.Fatalf("no warning for a non-loopback --addr: %s", errOut.String())
+	}
+}

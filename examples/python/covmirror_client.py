@@ -1,0 +1,171 @@
+"""A client for covmirror's record API (`covmirror serve`), standard library only.
+
+Record a sink's batches only after the sink durably acknowledged them:
+coverage may lag, never lead.
+
+    from covmirror_client import Client, CovmirrorError
+    c = Client("http://127.0.0.1:9464")          # or Client(socket="/run/covmirror.sock")
+    c.record([{"sink": "lake", "topic": "orders", "partition": 0, "start": 0, "end": 100}])
+    c.checkpoint()                                # {"checkpoints": 1, "batches": 100, ...}
+    c.gaps(sink="lake")                           # [{"sink", "topic", "partition", "start", "end"}]
+    c.put_position("files", 0, "file-0099", raw_end=100)
+    c.get_position("files", 0)                    # {"found": true, "cursor": ..., "raw_end": ...}
+
+Every error answer raises CovmirrorError with the server's JSON error: its
+status, message, rule, and the entry at fault for a refused record batch.
+"""
+
+import http.client
+import json
+import socket as _socket
+import sys
+import urllib.parse
+
+
+class CovmirrorError(Exception):
+    """An error answer of the record API."""
+
+    def __init__(self, status, body):
+        self.status = status
+        self.body = body if isinstance(body, dict) else {"error": str(body)}
+        self.error = self.body.get("error", "")
+        self.rule = self.body.get("rule")
+        self.entry = self.body.get("entry")
+        self.recorded = self.body.get("recorded")
+        where = "" if self.entry is None else " (entry %d)" % self.entry
+        super().__init__("covmirror: HTTP %d%s: %s [rule %s]" % (status, where, self.error, self.rule))
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+class Client:
+    """The record API over TCP (url) or a Unix socket (socket)."""
+
+    def __init__(self, url=None, socket=None, timeout=60.0):
+        if (url is None) == (socket is None):
+            raise ValueError("give url or socket, not both")
+        self._timeout = timeout
+        if socket is not None:
+            self._connect = lambda: _UnixConnection(socket, timeout)
+        else:
+            u = urllib.parse.urlsplit(url)
+            if u.scheme != "http":
+                raise ValueError("url must be http://host:port, not %r" % url)
+            self._connect = lambda: http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+        self._conn = None
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _request(self, method, path, body=None, content_type="application/json"):
+        headers = {}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        for attempt in (0, 1):
+            if self._conn is None:
+                self._conn = self._connect()
+            try:
+                self._conn.request(method, path, body=body, headers=headers)
+                resp = self._conn.getresponse()
+                data = resp.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # A kept-alive connection the server closed: once more on a
+                # fresh one. Safe: a request that reached the server got an
+                # answer, and recording twice is harmless (a union).
+                self.close()
+                if attempt:
+                    raise
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
+        try:
+            doc = json.loads(data) if data else None
+        except ValueError:
+            doc = {"error": data.decode("utf-8", "replace")}
+        if resp.status >= 400:
+            raise CovmirrorError(resp.status, doc)
+        return doc
+
+    def record(self, entries):
+        """Records ranges the sinks have durably acknowledged: all or nothing.
+
+        entries: dicts with sink, topic, partition, start, end (half-open).
+        Returns the number recorded; raises CovmirrorError naming the entry
+        and rule of an invalid one (nothing was recorded then)."""
+        body = json.dumps(list(entries)).encode()
+        return self._request("POST", "/v1/records", body)["recorded"]
+
+    def record_ndjson(self, entries):
+        body = "".join(json.dumps(e) + "\n" for e in entries).encode()
+        return self._request("POST", "/v1/records", body, "application/x-ndjson")["recorded"]
+
+    def checkpoint(self):
+        return self._request("POST", "/v1/checkpoint")
+
+    def gaps(self, reference=None, sink=None, topic=None, partition=None):
+        q = {k: v for k, v in (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition)) if v is not None}
+        path = "/v1/gaps" + ("?" + urllib.parse.urlencode(q) if q else "")
+        return self._request("GET", path)
+
+    def coverage(self):
+        return self._request("GET", "/v1/coverage")
+
+    def put_position(self, source, partition, cursor, raw_end):
+        """Saves a stored source's position (durable after the next checkpoint).
+
+        raw_end: the end (exclusive) of the raw batches the cursor covers;
+        call it only once raw durably holds them."""
+        body = json.dumps({"partition": partition, "cursor": cursor, "raw_end": raw_end}).encode()
+        return self._request("PUT", "/v1/positions/" + urllib.parse.quote(source, safe=""), body)
+
+    def get_position(self, source, partition):
+        """The position to resume from: never past a gap in raw's committed coverage."""
+        return self._request("GET", "/v1/positions/%s?partition=%d" % (urllib.parse.quote(source, safe=""), partition))
+
+
+def _selftest(argv):
+    """Exercises every call against a running serve with --source files=stored
+    --source kafka=broker-managed: python3 covmirror_client.py URL SOCKET."""
+    url, sock = argv[1], argv[2]
+    for c in (Client(url), Client(socket=sock)):
+        assert c.record([]) == 0
+        batch = [{"sink": "raw", "topic": "files", "partition": 0, "start": i * 10, "end": i * 10 + 10} for i in range(100)]
+        assert c.record(batch) == 100
+        assert c.record_ndjson([{"sink": "lake", "topic": "files", "partition": 0, "start": 0, "end": 500}]) == 1
+        bad = batch[:5] + [{"sink": "raw", "topic": "files", "partition": -1, "start": 0, "end": 1}]
+        try:
+            c.record(bad)
+            raise AssertionError("a negative partition was accepted")
+        except CovmirrorError as e:
+            assert e.status == 400 and e.entry == 5 and e.rule == "partition", e
+        c.put_position("files", 0, "file-0999", raw_end=1000)
+        cp = c.checkpoint()
+        assert cp["positions"] in (0, 1), cp
+        gaps = c.gaps(sink="lake")
+        assert gaps == [{"sink": "lake", "topic": "files", "partition": 0, "start": 500, "end": 1000}], gaps
+        pos = c.get_position("files", 0)
+        assert pos["found"] and pos["cursor"] == "file-0999" and pos["raw_end"] == 1000, pos
+        try:
+            c.put_position("kafka", 0, "x", 1)
+            raise AssertionError("a broker-managed source was accepted")
+        except CovmirrorError as e:
+            assert e.status == 409 and e.rule == "broker-managed", e
+        assert "destinations" in c.coverage()
+        c.close()
+    print("ok")
+
+
+if __name__ == "__main__":
+    _selftest(sys.argv)
