@@ -206,7 +206,7 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var logs syncBuffer
-	g, err := NewGapMetrics(GapMetricsOptions{Table: e.table, Now: clock, Interval: 5 * time.Millisecond,
+	g, err := NewGapMetrics(GapMetricsOptions{Table: e.table, Now: clock, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
