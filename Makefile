@@ -38,6 +38,7 @@ bench:
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
+	$(GO) test -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each

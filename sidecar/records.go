@@ -10,6 +10,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -182,37 +183,56 @@ func parseBatch(field string, n json.Number) (uint64, *entryError) {
 	return v, nil
 }
 
-// checkFields walks an object that decoded and reports what encoding/json
-// forgives: a key that is not exactly a wire name (it matches names
-// case-insensitively, so "END" would override "end") and a number sent as a
-// string (json.Number accepts "12").
-func checkFields(raw json.RawMessage) *entryError {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // {
-		return nil
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
+// checkFields scans an entry that decoded for what encoding/json forgives:
+// a key that is not exactly a wire name (names match case-insensitively and
+// through escapes, so "END" or "\u0065nd" would override "end"), a key
+// given twice (the last would win), and a number sent as a string
+// (json.Number accepts "12"). One pass over the bytes, no allocation: the
+// entry is an object whose values are scalars (it decoded into wireRecord).
+func checkFields(raw []byte) *entryError {
+	var seen [5]bool
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
 		}
-		key, _ := tok.(string)
-		switch key {
-		case "sink", "topic", "partition", "start", "end":
-		default:
-			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are sink, topic, partition, start and end (lowercase)", key)}
+		j := i + 1
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
+			}
+			j++
 		}
-		val, err := dec.Token()
-		if err != nil {
-			return nil
+		if j >= len(raw) {
+			return nil // unterminated: the decoder already refused it
 		}
-		if _, isString := val.(string); isString && key != "sink" && key != "topic" {
-			return &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON string; want a number", key)}
+		str := raw[i+1 : j]
+		k := j + 1
+		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+			k++
 		}
+		i = j
+		if k >= len(raw) || raw[k] != ':' {
+			continue // a string value, not a key
+		}
+		field := slices.Index(wireNames, string(str))
+		if field < 0 {
+			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are sink, topic, partition, start and end (lowercase, unescaped)", str)}
+		}
+		if seen[field] {
+			return &entryError{rule: "duplicate-field", err: fmt.Errorf("field %q is given twice", str)}
+		}
+		seen[field] = true
+		for k++; k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r'); k++ {
+		}
+		if field >= 2 && k < len(raw) && raw[k] == '"' {
+			return &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON string; want a number", str)}
+		}
+		i = k - 1
 	}
 	return nil
 }
+
+var wireNames = []string{"sink", "topic", "partition", "start", "end"}
 
 // recordsResult is the answer to a record request that recorded everything.
 type recordsResult struct {
