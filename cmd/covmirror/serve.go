@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -22,22 +21,8 @@ import (
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/sidecar/covmap"
 )
-
-// serveDeps is what serve opened, handed to the route sets other files of
-// this command add.
-type serveDeps struct {
-	Mirror   *mirror.Mirror
-	Local    *local.Store
-	Table    *iceberg.Table
-	Registry *prometheus.Registry // /metrics: register collectors here
-	Logger   *slog.Logger
-}
-
-// serveMounts are route sets other files add to serve in an init function
-// (a coverage map page, say): patterns as in sidecar.Options.Extra. A mount
-// that fails stops serve from starting.
-var serveMounts []func(ctx context.Context, d serveDeps) (map[string]http.Handler, error)
 
 func runServe(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
@@ -130,13 +115,15 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		"/debug/coverage": store.Handler(),
 	}
-	for _, mount := range serveMounts {
-		routes, err := mount(ctx, serveDeps{Mirror: m, Local: store, Table: table, Registry: reg, Logger: g.logger})
-		if err != nil {
-			return nil, nil, fmt.Errorf("serve: %w", err)
-		}
-		maps.Copy(extra, routes)
+	// The coverage map: GET / (the page) and GET /v1/map (its data).
+	// "GET /{$}" matches the root alone, so other unknown GETs stay the
+	// record API's JSON 404.
+	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: table},
+		Pending: covmap.LocalPending{Store: store}, Logger: g.logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: coverage map: %w", err)
 	}
+	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
 	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: table, Positions: positions, Sources: sources,
 		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger})
 	if err != nil {

@@ -148,6 +148,17 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	if code, body := call(t, sock, "GET", "http://covmirror/v1/gaps?sink=lake", ""); code != 200 || strings.TrimSpace(body) != `[{"sink":"lake","topic":"orders","partition":0,"start":60,"end":100}]` {
 		t.Fatalf("gaps: %d %s", code, body)
 	}
+	// The coverage map is mounted: its page at the root, its data beside it,
+	// and other unknown GETs stay the record API's JSON 404.
+	if code, body := call(t, tcp, "GET", base+"/", ""); code != 200 || !strings.Contains(body, "<html") {
+		t.Fatalf("coverage map page: %d %.200s", code, body)
+	}
+	if code, body := call(t, tcp, "GET", base+"/v1/map", ""); code != 200 || !strings.Contains(body, `"lake"`) {
+		t.Fatalf("coverage map data: %d %.300s", code, body)
+	}
+	if code, body := call(t, tcp, "GET", base+"/no-such-route", ""); code != 404 || !strings.Contains(body, `"error"`) {
+		t.Fatalf("unknown route: %d %s", code, body)
+	}
 
 	// The README's curl line, pointed at this process.
 	readme, err := os.ReadFile("../../README.md")
