@@ -33,7 +33,7 @@ type GapsFilter struct {
 // sink, topic, partition and start, then filtered. A reference without rows
 // in a table that has rows is a *NoReferenceError, as in Plan.
 func CommittedGaps(ctx context.Context, t *iceberg.Table, f GapsFilter) ([]Gap, error) {
-	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, MaxBatches: math.MaxUint64})
+	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package mirror
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
@@ -48,10 +51,12 @@ type Assignment struct {
 }
 
 // Tasks cuts a's Replay into tasks of a's Kind of at most maxBatches each
-// (zero: one task per range), ready for Recover.
-func (a Assignment) Tasks(maxBatches uint64) []Task {
+// (zero: one task per range), ready for Recover, and at most maxTasks of
+// them (zero or negative: no limit) with an error wrapping
+// ErrPlanTruncated past it, as Plan does.
+func (a Assignment) Tasks(maxBatches uint64, maxTasks int) ([]Task, error) {
 	set, _ := coverage.NewRangeSet(a.Replay...) // Resume's ranges are valid
-	return split(a.Destination, a.Kind, &set, maxBatches)
+	return cut(gapTasks(a.Destination, a.Kind, &set), maxBatches, maxTasks)
 }
 
 // ResumeOptions says what a new owner of a partition knows besides the
@@ -149,6 +154,14 @@ type PlanOptions struct {
 	Reference string
 	// MaxBatches caps a task's size. Zero value: 10,000.
 	MaxBatches uint64
+	// MaxTasks caps how many tasks one Plan returns: a hole of 10^18
+	// batches (one stray record far from the rest) is 10^14 tasks of
+	// 10,000, more than any memory holds. Past it Plan returns the first
+	// MaxTasks tasks, in order, with an error wrapping ErrPlanTruncated:
+	// recover those and plan again. Zero value: 100,000. Negative: no cap,
+	// for a plan with MaxBatches at least as large as any gap, which holds
+	// one task per gap (what the table's rows already bound).
+	MaxTasks int
 	// Sinks are the sinks every reference topic and partition is written
 	// to. Zero value: for each topic, the sinks the table has rows of for
 	// that topic (a sink that never wrote a topic at all is then unknown:
@@ -193,6 +206,9 @@ func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, erro
 	if opts.MaxBatches == 0 {
 		opts.MaxBatches = 10_000
 	}
+	if opts.MaxTasks == 0 {
+		opts.MaxTasks = 100_000
+	}
 	all, err := t.Coverage(ctx, iceberg.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: plan: %w", err)
@@ -236,7 +252,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		if err != nil {
 			return nil, fmt.Errorf("mirror: plan %s: source acked end %d: %w", d, opts.SourceAckedEnds[tp], err)
 		}
-		tasks = append(tasks, split(d, KindVerifyReference, &holes, opts.MaxBatches)...)
+		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
 		sinks := opts.Sinks
 		if len(sinks) == 0 {
 			sinks = sinksOf[d.Topic]
@@ -251,39 +267,69 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 				covered = new(coverage.RangeSet)
 			}
 			gaps := coverage.Gaps(ref, covered)
-			tasks = append(tasks, split(target, KindReplay, &gaps, opts.MaxBatches)...)
+			tasks = append(tasks, gapTasks(target, KindReplay, &gaps)...)
 		}
 	}
+	// One task per gap so far, bounded by the table's rows; only now, in
+	// order, are they cut to MaxBatches, up to MaxTasks.
 	slices.SortFunc(tasks, func(a, b Task) int {
 		if c := a.Destination.Compare(b.Destination); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Range.Start, b.Range.Start)
 	})
-	return tasks, nil
+	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
+}
+
+// ErrPlanTruncated: the plan has more tasks than PlanOptions.MaxTasks; the
+// tasks returned with it are the first ones, in order.
+var ErrPlanTruncated = errors.New("the plan is longer than its task limit")
+
+// cut splits gap-sized tasks into tasks of at most maxBatches (zero: no
+// limit), stopping at maxTasks (zero or negative: no limit) with
+// ErrPlanTruncated.
+func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
+	var out []Task
+	for i, g := range gaps {
+		for start := g.Range.Start; start < g.Range.End; {
+			if maxTasks > 0 && len(out) == maxTasks {
+				last := out[len(out)-1]
+				return out, fmt.Errorf("mirror: plan: %w: these are the first %d tasks (up to %s %s), and %s batches more are planned after them: recover these and plan again",
+					ErrPlanTruncated, maxTasks, last.Destination, last.Range, batchesLeft(g.Range.End-start, gaps[i+1:]))
+			}
+			end := g.Range.End
+			if maxBatches > 0 && end-start > maxBatches {
+				end = start + maxBatches
+			}
+			out = append(out, Task{Destination: g.Destination, Range: coverage.Range{Start: start, End: end}, Kind: g.Kind})
+			start = end
+		}
+	}
+	return out, nil
+}
+
+// batchesLeft sums first and the batches of rest, saying "more than" where
+// the sum passes uint64.
+func batchesLeft(first uint64, rest []Task) string {
+	sum := first
+	for _, t := range rest {
+		if sum > math.MaxUint64-t.Range.Len() {
+			return fmt.Sprintf("more than %d", uint64(math.MaxUint64))
+		}
+		sum += t.Range.Len()
+	}
+	return strconv.FormatUint(sum, 10)
 }
 
 func compareTopicPartition(a, b TopicPartition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
-// Split cuts gaps into replay tasks of at most maxBatches each (zero: one
-// task per range), in order.
-func Split(d coverage.Destination, gaps *coverage.RangeSet, maxBatches uint64) []Task {
-	return split(d, KindReplay, gaps, maxBatches)
-}
-
-func split(d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet, maxBatches uint64) []Task {
+// gapTasks is one task of kind per range of gaps, in order.
+func gapTasks(d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet) []Task {
 	var out []Task
 	for r := range gaps.All() {
-		for start := r.Start; start < r.End; {
-			end := r.End
-			if maxBatches > 0 && end-start > maxBatches {
-				end = start + maxBatches
-			}
-			out = append(out, Task{Destination: d, Range: coverage.Range{Start: start, End: end}, Kind: kind})
-			start = end
-		}
+		out = append(out, Task{Destination: d, Range: r, Kind: kind})
 	}
 	return out
 }

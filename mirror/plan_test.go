@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -418,7 +420,7 @@ func TestPlanModel(t *testing.T) {
 				}
 			}
 			gotRef := map[Task]bool{}
-			for _, task := range as[0].Tasks(0) {
+			for _, task := range mustTasks(t, as[0]) {
 				gotRef[task] = true
 			}
 			if as[0].Kind != KindVerifyReference || len(gotRef) != len(wantRef) {
@@ -532,5 +534,47 @@ func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
 	tasks, err = Plan(ctx, e.table, PlanOptions{})
 	if want := []Task{{search, rg(0, 3), KindReplay}, {raw1.WithSink("search"), rg(20, 24), KindReplay}}; err != nil || !slices.Equal(tasks, want) {
 		t.Fatalf("plan after verifying raw: %v, %v; want %v", tasks, err, want)
+	}
+}
+
+func mustTasks(t *testing.T, a Assignment) []Task {
+	t.Helper()
+	tasks, err := a.Tasks(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks
+}
+
+// A hole of 10^18 batches (one stray record far from the rest) must not
+// become 10^14 tasks in memory: Plan returns its first MaxTasks tasks, in
+// order, and says how much more is planned after them.
+func TestPlanCapsItsTasks(t *testing.T) {
+	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
+	far := uint64(1_000_000_000_000_000_000)
+	set, err := coverage.NewRangeSet(rg(0, 1), rg(far, far+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[coverage.Destination]*coverage.RangeSet{raw: &set}
+	for _, maxTasks := range []int{1, 7, 100_000} {
+		tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: 10_000, MaxTasks: maxTasks})
+		if !errors.Is(err, ErrPlanTruncated) || len(tasks) != maxTasks {
+			t.Fatalf("max %d tasks: %d tasks, err %v; want %d and ErrPlanTruncated", maxTasks, len(tasks), err, maxTasks)
+		}
+		for i, task := range tasks {
+			if want := rg(1+uint64(i)*10_000, 1+uint64(i+1)*10_000); task.Range != want || task.Kind != KindVerifyReference {
+				t.Fatalf("task %d: %v, want %s verify-reference", i, task, want)
+			}
+		}
+		left := far - 1 - uint64(maxTasks)*10_000
+		if !strings.Contains(err.Error(), strconv.FormatUint(left, 10)+" batches more") {
+			t.Fatalf("the error does not say %d batches are left: %v", left, err)
+		}
+	}
+	// Tasks as large as the gaps need no cap: one task per gap.
+	tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: math.MaxUint64, MaxTasks: -1})
+	if err != nil || len(tasks) != 1 || tasks[0].Range != rg(1, far) {
+		t.Fatalf("unbounded tasks: %v, %v; want the one hole [1,%d)", tasks, err, far)
 	}
 }

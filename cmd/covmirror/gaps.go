@@ -39,7 +39,7 @@ func taskRows(tasks []mirror.Task) []taskRow {
 // sink's gaps against the reference, ordered by sink, topic, partition and
 // start.
 func committedGaps(ctx context.Context, table *iceberg.Table, reference string) ([]gapRow, error) {
-	tasks, err := planCommand(ctx, "gaps", table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64})
+	tasks, err := planCommand(ctx, "gaps", table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -10,9 +11,10 @@ import (
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--json]")
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", 10_000, "largest task")
+	maxTasks := fs.Int("max-tasks", 100_000, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -20,12 +22,18 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if *maxBatches == 0 {
 		return usageError{fmt.Errorf("plan: --max-batches must be positive")}
 	}
+	if *maxTasks <= 0 {
+		return usageError{fmt.Errorf("plan: --max-tasks must be positive")}
+	}
 	table, err := g.openTable(ctx)
 	if err != nil {
 		return err
 	}
-	tasks, err := planCommand(ctx, "plan", table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches})
-	if err != nil {
+	tasks, err := planCommand(ctx, "plan", table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks})
+	if errors.Is(err, mirror.ErrPlanTruncated) {
+		// Not a failure: the plan's head, in order, is what to do first.
+		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)
+	} else if err != nil {
 		return err
 	}
 	rows := taskRows(tasks)

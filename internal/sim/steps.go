@@ -94,7 +94,11 @@ func (w *world) rebalance(ctx context.Context) error {
 			continue
 		}
 		for _, a := range assignments {
-			done, err := mirror.Recover(ctx, a.Tasks(0), replayer{w.p}, w.pod.m)
+			tasks, err := a.Tasks(0, 0) // one task per range: no cut
+			if err != nil {
+				return err
+			}
+			done, err := mirror.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
 			w.note("resume %s %s %v: %d done, %v", a.Destination, a.Kind, a.Replay, done, errText(err))
 		}
 	}

@@ -115,7 +115,7 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if err != nil {
 			return Committed{}, fmt.Errorf("covmap: %w", err)
 		}
-		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64})
+		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1})
 		if err != nil {
 			var nre *mirror.NoReferenceError
 			if errors.As(err, &nre) {
