@@ -18,6 +18,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/mirror"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: from the clock)")
@@ -295,6 +296,12 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 					t.Fatalf("%s: coverage query: %s", where, rowDiff(got, want))
 				}
 				res, err = db.Run(ctx, "gaps", p)
+				if !m.hasSink(cmpOr(p.Reference, coverage.RawSink)) && len(m) > 0 {
+					if !errors.Is(err, mirror.ErrNoReference) {
+						t.Fatalf("%s: gaps against a reference without rows: %v, want ErrNoReference", where, err)
+					}
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s: %v", where, err)
 				}
@@ -307,6 +314,16 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 			_ = db.Close()
 		}
 	}
+}
+
+// hasSink reports whether the model has rows of sink.
+func (m model) hasSink(sink string) bool {
+	for d := range m {
+		if d.Sink == sink {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSummary: per sink, the summary's gap count and missing batches are
@@ -530,8 +547,9 @@ func TestReferenceHolesAreGapsOfTheReference(t *testing.T) {
 // is written only once raw is durable). Raw's record of orders/0 [0,6) was
 // lost while lake covers [0,10) and search [3,10): raw's hole [0,6) (behind
 // which search's gap [0,3) hides) used to be reported nowhere. Orders/1,
-// which only lake wrote, is one whole hole of raw. A misspelt reference
-// still has no holes anywhere.
+// which only lake wrote, is one whole hole of raw. A misspelt reference is
+// an error naming the sinks the table has, for every query measured against
+// it, as it is for Plan.
 func TestReferenceHolesUnderSinks(t *testing.T) {
 	tbl := openTable(t)
 	raw, raw1 := coverage.Destination{Sink: "raw", Topic: "orders"}, coverage.Destination{Sink: "raw", Topic: "orders", Partition: 1}
@@ -552,7 +570,6 @@ func TestReferenceHolesUnderSinks(t *testing.T) {
 		{Params{}, []row{{"raw", "orders", 0, 0, 6}, {"raw", "orders", 1, 20, 24}}},
 		{Params{Partition: &one}, []row{{"raw", "orders", 1, 20, 24}}},
 		{Params{Sink: "lake"}, nil},
-		{Params{Reference: "rwa"}, nil},
 	} {
 		res, err := db.Run(ctx, "gaps", c.p)
 		if err != nil {
@@ -560,6 +577,12 @@ func TestReferenceHolesUnderSinks(t *testing.T) {
 		}
 		if got := destinationRows(t, res); !slices.Equal(got, c.want) {
 			t.Fatalf("gaps %+v: %s", c.p, rowDiff(got, c.want))
+		}
+	}
+	for _, name := range []string{"gaps", "summary", "lag"} {
+		_, err := db.Run(ctx, name, Params{Reference: "rwa"})
+		if !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
+			t.Fatalf("%s with a misspelt reference: %v; want ErrNoReference naming it and the sinks", name, err)
 		}
 	}
 	res, err := db.Run(ctx, "summary", Params{Partition: &one})

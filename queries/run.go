@@ -5,8 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/covmirror/covmirror/mirror"
 )
 
 // Result is a query's output: column names and rows of Go values (string,
@@ -17,13 +21,45 @@ type Result struct {
 	Rows    [][]any
 }
 
-// Run runs the named canned query with p bound to its parameters.
+// Run runs the named canned query with p bound to its parameters. A query
+// measured against the reference (it uses $reference) fails with an error
+// wrapping mirror.ErrNoReference when the table has rows but none of the
+// reference: a misspelt reference would otherwise report every sink
+// complete, as Plan refuses to.
 func (q *DB) Run(ctx context.Context, name string, p Params) (*Result, error) {
 	text, err := Text(name)
 	if err != nil {
 		return nil, err
 	}
+	if slices.Contains(parameters(text), "reference") {
+		if err := q.checkReference(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	return q.RunSQL(ctx, text, p)
+}
+
+// checkReference fails when the coverage relation has rows and none of the
+// reference.
+func (q *DB) checkReference(ctx context.Context, p Params) error {
+	ref := p.values()["reference"]
+	res, err := q.RunSQL(ctx, `SELECT DISTINCT sink, sink = $reference AS is_reference FROM coverage ORDER BY sink`, p)
+	if err != nil {
+		return err
+	}
+	var sinks []string
+	for _, row := range res.Rows {
+		if isRef, _ := row[1].(bool); isRef {
+			return nil
+		}
+		s, _ := row[0].(string)
+		sinks = append(sinks, s)
+	}
+	if len(sinks) == 0 {
+		return nil // an empty table: nothing to measure, and nothing misspelt
+	}
+	return fmt.Errorf("queries: reference %q has no rows in the coverage table (%w); the table has rows of the sinks %s: pass the sink raw's coverage is recorded under",
+		ref, mirror.ErrNoReference, strings.Join(sinks, ", "))
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name
