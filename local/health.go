@@ -60,15 +60,67 @@ func (h *health) fail(class error, cause string) {
 		err := fmt.Errorf("%w: local store %s failed: %s; %s", class, h.dir, cause, what)
 		h.err.Store(&err)
 		close(h.done)
-		h.logger.Error("local store failed: every later write returns this error", "dir", h.dir, "err", err)
+		h.logger.Error("local store failed: every later write returns this error", "dir", h.dir, "err", err.Error())
 	})
 }
 
+// backgroundError is Pebble's report of a failed background job, on that
+// job's goroutine. Pebble retries a failed flush or compaction at once, for
+// ever (pebble v2.1.7, DB.flush and DB.handleCompactFailure: no backoff), so
+// a full disk made the instance spin, creating a table and logging the error
+// per retry. A failed job therefore fails the store (ErrUnavailable, or
+// ErrCorrupt) and parks that goroutine for good (park), which stops the
+// instance, as Fatalf does: a flush parks holding Pebble's mutex, and so
+// does a compaction. Nothing can finish after that, so Close and a failed
+// Open give up on it at once. A flush only writes, and watchFS fails the
+// store at the first failed write, so a full disk has failed the store
+// already; a compaction that fails reading (an I/O error) fails it here.
+//
+// The one report that is not a failed job, a failed disk usage query
+// (Pebble's statistic after a flush or compaction, not retried), is only
+// logged, when it differs from the last one.
 func (h *health) backgroundError(err error) {
+	msg := err.Error() // not err: a text handler prints Pebble's errors with their stack (%+v)
 	h.mu.Lock()
-	h.lastBgEr = err.Error()
+	repeated := h.lastBgEr == msg
+	h.lastBgEr = msg
 	h.mu.Unlock()
-	h.logger.Error("local store: Pebble background error", "dir", h.dir, "err", err)
+	if onStack(func(fn string) bool { return fn == diskUsageName }) {
+		if !repeated {
+			h.logger.Warn("local store: Pebble could not query the disk's free space", "dir", h.dir, "err", msg)
+		}
+		return
+	}
+	class := coverage.ErrUnavailable
+	if pebble.IsCorruptionError(err) {
+		class = coverage.ErrCorrupt
+	}
+	h.fail(class, "a Pebble background job failed: "+msg)
+	h.park("Pebble background job", msg)
+}
+
+// diskUsageName is the Pebble function whose failure is reported as a
+// background error without any job having failed.
+const diskUsageName = "github.com/cockroachdb/pebble/v2.(*DB).calculateDiskAvailableBytes"
+
+// park stops the calling Pebble goroutine for good, the store having
+// failed: what Pebble would do next would kill the process or retry for
+// ever. It logs once per parked goroutine, without a stack.
+func (h *health) park(what, cause string) {
+	h.parked.Add(1)
+	h.logger.Error("local store: a Pebble goroutine is stopped for good after a failure; the store has failed "+
+		"and the directory stays locked until the process exits",
+		"dir", h.dir, "where", what, "cause", cause, "err", errString(h.failed()))
+	select {}
+}
+
+// errString is err's message, for a log attribute: slog's text handler
+// would print an error with %+v, which for Pebble's errors is a stack trace.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (h *health) lastBackgroundError() string {
@@ -129,8 +181,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	if inGuarded() {
 		panic(fatalPanic{msg})
 	}
-	p.h.parked.Add(1)
-	select {}
+	p.h.park("Pebble Fatalf", msg)
 }
 
 type fatalPanic struct{ msg string }

@@ -84,7 +84,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w; moving it aside to %s also failed: %w", err, aside, renameErr)
 	}
 	opts.Logger.Warn("local store unusable: moved aside, starting empty; coverage resumes from the durable checkpoint",
-		"dir", opts.Dir, "moved_to", aside, "err", err)
+		"dir", opts.Dir, "moved_to", aside, "err", errString(err))
 	return open(opts)
 }
 

@@ -63,11 +63,7 @@ func (w watchFS) file(name string, f vfs.File, err error) (vfs.File, error) {
 // park stops the calling goroutine for good, the store having failed:
 // what Pebble would do with the error next would kill the process.
 func (w watchFS) park(op, name string) {
-	w.h.parked.Add(1)
-	w.h.logger.Error("local store: a Pebble goroutine is stopped for good after a failed write, where Pebble "+
-		"would panic; the store has failed and the directory stays locked until the process exits",
-		"dir", w.h.dir, "op", op, "file", name, "err", w.h.failed())
-	select {}
+	w.h.park(op+" "+name, "a failed write where Pebble would panic")
 }
 
 // rotateWALName is the Pebble function whose panic on a failed WAL close

@@ -148,7 +148,7 @@ func (s *Store) commitFailedLocked(staged int, err error) error {
 	}
 	if staged > 0 {
 		s.opts.Logger.Error("local store: writing staged records failed; they are kept, not yet persisted",
-			"dir", s.opts.Dir, "unpersisted_keys", staged, "attempt", s.w.failures, "err", err)
+			"dir", s.opts.Dir, "unpersisted_keys", staged, "attempt", s.w.failures, "err", errString(err))
 	}
 	return err
 }
