@@ -85,6 +85,13 @@
 // to restart the process once the disk is fixed: the store reopens from what
 // Pebble wrote, and what it had not written is replayed.
 //
+// Pebble retries a failed flush or compaction at once, for ever, reporting
+// each failure as a background error: on a full disk the instance spun,
+// creating a table per retry. The first failed background job fails the
+// store and parks its goroutine (health.go), which stops the instance; a
+// failed disk usage query, not a failed job, is only logged. Errors are
+// logged once each, as their message, never with Pebble's stack trace.
+//
 // Pebble also panics on two failed file operations, where no recover can
 // help: a failed directory sync while it moves its MANIFEST marker, on its
 // own goroutine, and a WAL that fails while it is rotated (the panic runs

@@ -328,5 +328,7 @@ func (s *Store) closePebble(lock *pebble.Lock) error {
 }
 
 // closeWait bounds how long Close waits for a Pebble instance that failed.
-// A variable so that the fault tests can shorten it.
+// It is reached only when Pebble neither finishes nor reports (a disk that
+// hangs): a job that fails parks (health.go), which Close notices within
+// its 10ms tick and gives up on at once. A variable for the tests.
 var closeWait = 10 * time.Second
