@@ -61,6 +61,13 @@ func configPath(args []string) string {
 
 func isBoolFlag(name string) bool { return name == "h" || name == "help" }
 
+// configReadError is a configuration file that exists and could not be
+// read: a failure (exit 1), where a wrong path or a wrong line is a usage
+// error (exit 2).
+type configReadError struct{ error }
+
+func (e configReadError) Unwrap() error { return e.error }
+
 func loadConfig(path string) (*config, error) {
 	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}, sources: map[string]string{}}
 	if path == "" {
@@ -70,8 +77,13 @@ func loadConfig(path string) (*config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
+	if info, err := f.Stat(); err != nil || info.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("config file %s: is a directory, not a file of key = value lines", path)
+	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
+	seen := map[string]int{} // key -> line: a key given twice is a mistake, not "the last wins"
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(stripComment(sc.Text()))
 		if line == "" {
@@ -79,9 +91,13 @@ func loadConfig(path string) (*config, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		first, again := seen[k]
+		seen[k] = n
 		switch {
 		case !ok || k == "":
 			return nil, fmt.Errorf("%s:%d: %q is not key = value", path, n, line)
+		case again:
+			return nil, fmt.Errorf("%s:%d: key %q is given again (first on line %d): give it once", path, n, k, first)
 		case strings.HasPrefix(k, "catalog.") && len(k) > len("catalog."):
 			c.props[strings.TrimPrefix(k, "catalog.")] = v
 		case strings.HasPrefix(k, "source.") && len(k) > len("source."):
@@ -96,7 +112,7 @@ func loadConfig(path string) (*config, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+		return nil, configReadError{fmt.Errorf("config file %s: %w", path, err)}
 	}
 	return c, nil
 }

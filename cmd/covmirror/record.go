@@ -10,26 +10,24 @@ import (
 
 func runRecord(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "record", "--sink S --topic T --partition P --range START:END")
-	// Each flag once: a second --range (or --sink) would otherwise replace
-	// the first silently, and record what the caller did not mean.
-	sink, topic := &onceFlag{name: "sink"}, &onceFlag{name: "topic"}
-	partition, rangeText := &onceFlag{name: "partition", value: "0"}, &onceFlag{name: "range"}
-	fs.Var(sink, "sink", "the sink that acknowledged the write (required)")
-	fs.Var(topic, "topic", "the topic (required)")
-	fs.Var(partition, "partition", "the partition")
-	fs.Var(rangeText, "range", "half-open batch range START:END, e.g. 1:6 for batches 1 to 5 (required; once: record another range with another command)")
+	// Each flag once (parse refuses a second value): a second --range or
+	// --sink would record what the caller did not mean.
+	sink := fs.String("sink", "", "the sink that acknowledged the write (required)")
+	topic := fs.String("topic", "", "the topic (required)")
+	partition := fs.String("partition", "0", "the partition")
+	rangeText := fs.String("range", "", "half-open batch range START:END, e.g. 1:6 for batches 1 to 5 (required; once: record another range with another command)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	part, err := strconv.ParseInt(partition.value, 10, 32)
+	part, err := strconv.ParseInt(*partition, 10, 32)
 	if err != nil {
-		return usageError{fmt.Errorf("record: partition %q is not a 32-bit integer", partition.value)}
+		return usageError{fmt.Errorf("record: partition %q is not a 32-bit integer", *partition)}
 	}
-	d := coverage.Destination{Sink: sink.value, Topic: topic.value, Partition: int32(part)}
-	if rangeText.value == "" {
+	d := coverage.Destination{Sink: *sink, Topic: *topic, Partition: int32(part)}
+	if *rangeText == "" {
 		return usageError{fmt.Errorf("record: --range START:END is required")}
 	}
-	r, err := coverage.ParseRange(rangeText.value)
+	r, err := coverage.ParseRange(*rangeText)
 	if err != nil {
 		return usageError{fmt.Errorf("record: %w", err)}
 	}

@@ -144,6 +144,30 @@ func TestConfigInlineComments(t *testing.T) {
 	}
 }
 
+// TestConfigKeyGivenTwice: a key given twice in the file is a usage error
+// naming both lines, never "the last line wins"; a directory given as the
+// file says so.
+func TestConfigKeyGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "covmirror.conf")
+	if err := os.WriteFile(conf, []byte("state = "+dir+"/a\n# a comment\nstate = "+dir+"/b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{conf, `covmirror.conf:3: key "state" is given again (first on line 1): give it once`},
+		{dir, "is a directory, not a file of key = value lines"},
+	} {
+		var out, errOut bytes.Buffer
+		err := Run(context.Background(), []string{"--config", c.path, "version"}, &out, &errOut)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("--config %s: exit %d, %v; want exit 2 saying %q", c.path, exitCode(err), err, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("a refused configuration created %v", entries)
+	}
+}
+
 // breakWarehouse makes the table's data directory refuse new files: a
 // regular file in its place (chmod would not stop root).
 func breakWarehouse(t *testing.T, state string) string {

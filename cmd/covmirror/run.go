@@ -92,7 +92,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 func run(ctx context.Context, g *globals, args []string) error {
 	stdout, stderr := g.stdout, g.stderr
 	cfg, err := loadConfig(configPath(args))
-	if err != nil {
+	var readErr configReadError
+	if errors.As(err, &readErr) {
+		return err
+	} else if err != nil {
 		return usageError{err}
 	}
 	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
@@ -199,6 +202,11 @@ func parse(fs *flag.FlagSet, args []string) error {
 // main prints the error again: parsing is silent, --help prints the usage,
 // and a mistake is returned once, with a pointer to --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, wrapped := f.Value.(*onceValue); !wrapped && !repeatableFlags[f.Name] {
+			f.Value = &onceValue{Value: f.Value, name: f.Name}
+		}
+	})
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -215,6 +223,32 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
 	}
 	return usageError{fmt.Errorf("%s: %w (covmirror %[1]s --help lists the flags)", fs.Name(), err)}
+}
+
+// repeatableFlags may be given more than once; every other flag once: a
+// second value would silently replace the first (a wrong answer where the
+// flag is --sink or --reference).
+var repeatableFlags = map[string]bool{"catalog-prop": true, "source": true}
+
+// onceValue refuses a flag's second value.
+type onceValue struct {
+	flag.Value
+	name string
+	seen bool
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.seen {
+		return fmt.Errorf("given twice (%q, then %q): give --%s once", v.Value.String(), s, v.name)
+	}
+	v.seen = true
+	return v.Value.Set(s)
+}
+
+// IsBoolFlag keeps -json and the like valid without a value.
+func (v *onceValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // newLogger is slog to w at the named level, in the named format.
@@ -255,37 +289,11 @@ func (f *partitionFlag) String() string {
 }
 
 func (f *partitionFlag) Set(s string) error {
-	if f.p != nil {
-		return fmt.Errorf("given twice (%d, then %q): give --partition once", *f.p, s)
-	}
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 	if err != nil || n < 0 {
 		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
 	}
 	p := int32(n)
 	f.p = &p
-	return nil
-}
-
-// onceFlag is a string flag that may be given once: a second value would
-// silently replace the first.
-type onceFlag struct {
-	name  string
-	value string
-	set   bool
-}
-
-func (f *onceFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return f.value
-}
-
-func (f *onceFlag) Set(s string) error {
-	if f.set {
-		return fmt.Errorf("given twice (%q, then %q): give --%s once", f.value, s, f.name)
-	}
-	f.value, f.set = s, true
 	return nil
 }
