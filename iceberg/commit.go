@@ -122,6 +122,16 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 		if l.final != nil && l.final(err) {
 			return err
 		}
+		if errors.Is(err, iofs.ErrPermission) {
+			// No retry mends a permission the process lacks: look once
+			// whether the commit landed anyway (a cleanup after it may be
+			// what failed), and otherwise say so at once rather than after
+			// CommitTimeout.
+			if landed, rerr := l.reload(); rerr == nil && landed {
+				return nil
+			}
+			return fmt.Errorf("iceberg: %s: %w (the process may not write there: fix the permissions of the warehouse or catalog; retrying cannot)", l.what, err)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("iceberg: %s: %w", l.what, ctx.Err())
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,4 +181,43 @@ func covers(set, sub *coverage.RangeSet) bool {
 		}
 	}
 	return true
+}
+
+// A commit the process has no permission to write is reported at once, not
+// retried for CommitTimeout (a one-shot command spent two minutes on it):
+// no retry mends a permission. Nothing lands, and once the permission is
+// back the same commit lands.
+func TestPermissionDeniedIsNotRetried(t *testing.T) {
+	ctx := context.Background()
+	props, err := EmbeddedProps(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := OpenCatalog(ctx, "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj := faultio.New(1)
+	tbl, err := Open(ctx, faultio.WrapCatalog(inner, inj), Options{CommitTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj.Add(faultio.Rule{Op: faultio.Create, Match: "/metadata/", Err: iofs.ErrPermission})
+	c := Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
+		Destination: coverage.Destination{Sink: "raw", Topic: "t"}, Ranges: []coverage.Range{{Start: 0, End: 10}}}}}
+	err = tbl.Append(ctx, c)
+	if !errors.Is(err, iofs.ErrPermission) || !strings.Contains(err.Error(), "retrying cannot") {
+		t.Fatalf("append into metadata the process may not write: %v; want the permission error, said at once", err)
+	}
+	if n := len(inj.Events()); n != 1 {
+		t.Fatalf("%d writes were tried (%v); want 1: a permission is not retried", n, inj.Events())
+	}
+	if got, err := tbl.Coverage(ctx, Filter{}); err != nil || len(got) != 0 {
+		t.Fatalf("a refused commit left rows: %v %v", got, err)
+	}
+	inj.Clear()
+	c.MayHaveLanded = true
+	if err := tbl.Append(ctx, c); err != nil {
+		t.Fatalf("the same commit once the permission is back: %v", err)
+	}
 }

@@ -50,6 +50,9 @@ type Rule struct {
 	Prob float64
 	// AfterSuccess carries the operation out, then reports failure.
 	AfterSuccess bool
+	// Err is what the failure wraps besides ErrInjected (fs.ErrPermission,
+	// say, for a warehouse the process may not write). Zero value: nothing.
+	Err error
 }
 
 // PartitionMatch is the Match of one partition's data files: the path
@@ -119,10 +122,11 @@ func (in *Injector) Events() []Event {
 	return append([]Event(nil), in.events...)
 }
 
-// decide reports whether op on path fails, and whether after success.
-func (in *Injector) decide(op Op, path string) (fail, after bool) {
+// decide reports whether op on path fails, whether after success, and the
+// rule's own error.
+func (in *Injector) decide(op Op, path string) (fail, after bool, cause error) {
 	if in == nil {
-		return false, false
+		return false, false, nil
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -142,15 +146,21 @@ func (in *Injector) decide(op Op, path string) (fail, after bool) {
 		}
 		if hit {
 			in.events = append(in.events, Event{Op: op, Path: path, AfterSuccess: r.AfterSuccess})
-			return true, r.AfterSuccess
+			return true, r.AfterSuccess, r.Err
 		}
 	}
-	return false, false
+	return false, false, nil
 }
 
-func injected(op Op, path string, after bool) error {
+func injected(op Op, path string, after bool, cause error) error {
+	var err error
 	if after {
-		return fmt.Errorf("%w: %s %s was carried out but reported as failed", ErrInjected, op, path)
+		err = fmt.Errorf("%w: %s %s was carried out but reported as failed", ErrInjected, op, path)
+	} else {
+		err = fmt.Errorf("%w: %s %s", ErrInjected, op, path)
 	}
-	return fmt.Errorf("%w: %s %s", ErrInjected, op, path)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }

@@ -84,9 +84,9 @@ func (f *faultIO) Create(name string) (icebergio.FileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	fail, after := f.in.decide(Create, name)
+	fail, after, cause := f.in.decide(Create, name)
 	if fail && !after {
-		return nil, injected(Create, name, false)
+		return nil, injected(Create, name, false, cause)
 	}
 	fw, err := w.Create(name)
 	if err != nil {
@@ -95,7 +95,7 @@ func (f *faultIO) Create(name string) (icebergio.FileWriter, error) {
 	if fail {
 		// Created, but the caller hears otherwise and never closes it.
 		_ = fw.Close()
-		return nil, injected(Create, name, true)
+		return nil, injected(Create, name, true, cause)
 	}
 	return &faultWriter{inner: fw, name: name, in: f.in}, nil
 }
@@ -107,22 +107,22 @@ func (f *faultIO) WriteFile(name string, p []byte) error {
 		return err
 	}
 	for _, op := range []Op{Create, Write} {
-		if fail, after := f.in.decide(op, name); fail {
+		if fail, after, cause := f.in.decide(op, name); fail {
 			if after {
 				_ = w.WriteFile(name, p)
 			}
-			return injected(op, name, after)
+			return injected(op, name, after, cause)
 		}
 	}
-	fail, after := f.in.decide(Close, name)
+	fail, after, cause := f.in.decide(Close, name)
 	if fail && !after {
-		return injected(Close, name, false)
+		return injected(Close, name, false, cause)
 	}
 	if err := w.WriteFile(name, p); err != nil {
 		return err
 	}
 	if fail {
-		return injected(Close, name, true)
+		return injected(Close, name, true, cause)
 	}
 	return nil
 }
@@ -134,13 +134,13 @@ type faultWriter struct {
 }
 
 func (w *faultWriter) Write(p []byte) (int, error) {
-	fail, after := w.in.decide(Write, w.name)
+	fail, after, cause := w.in.decide(Write, w.name)
 	if fail && !after {
-		return 0, injected(Write, w.name, false)
+		return 0, injected(Write, w.name, false, cause)
 	}
 	n, err := w.inner.Write(p)
 	if err == nil && fail {
-		return n, injected(Write, w.name, true)
+		return n, injected(Write, w.name, true, cause)
 	}
 	return n, err
 }
@@ -168,16 +168,16 @@ func (w *faultWriter) ReadFrom(r stdio.Reader) (int64, error) {
 }
 
 func (w *faultWriter) Close() error {
-	fail, after := w.in.decide(Close, w.name)
+	fail, after, cause := w.in.decide(Close, w.name)
 	if fail && !after {
 		_ = w.inner.Close() // release the handle; the caller hears of a failure
-		return injected(Close, w.name, false)
+		return injected(Close, w.name, false, cause)
 	}
 	if err := w.inner.Close(); err != nil {
 		return err
 	}
 	if fail {
-		return injected(Close, w.name, true)
+		return injected(Close, w.name, true, cause)
 	}
 	return nil
 }
