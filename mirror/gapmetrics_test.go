@@ -19,7 +19,7 @@ import (
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
 // appendAt commits ranges (sink, topic, partition, start, end) into t and
@@ -92,7 +92,7 @@ func withinAge(t *testing.T, what string, age float64, now, before, after time.T
 // holes included; then compacts the table (which rewrites recorded_at) and
 // checks the ages stay.
 func TestGapMetricsKnownHistory(t *testing.T) {
-	tbl := catalogtest.EmbeddedTable(t)
+	tbl := tabletest.EmbeddedTable(t)
 	// Commit 1: raw 0/[0,10) and 1/[0,4); lake 0/[0,5) and 1/[0,4);
 	// search 0/[0,10), never partition 1.
 	b1, a1 := appendAt(t, tbl, "c1",
@@ -181,7 +181,7 @@ func TestGapMetricsKnownHistory(t *testing.T) {
 // reference with no gaps, and a misspelled reference in a table with rows
 // is a failed refresh (not a table without gaps).
 func TestGapMetricsEmptyTable(t *testing.T) {
-	tbl := catalogtest.EmbeddedTable(t)
+	tbl := tabletest.EmbeddedTable(t)
 	g, _ := NewGapMetrics(GapMetricsOptions{Table: tbl})
 	if err := g.Refresh(ctx); err != nil {
 		t.Fatal(err)

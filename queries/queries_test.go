@@ -17,7 +17,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -27,7 +27,7 @@ var ctx = context.Background()
 
 func openTable(t testing.TB) *iceberg.Table {
 	t.Helper()
-	return catalogtest.EmbeddedTable(t)
+	return tabletest.EmbeddedTable(t)
 }
 
 // model is what the appended rows cover, per destination, computed by the

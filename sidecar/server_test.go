@@ -20,7 +20,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -57,7 +57,7 @@ var testSources = []coverage.Source{
 
 func newPod(t testing.TB, tweak func(*Options)) *pod {
 	t.Helper()
-	table := catalogtest.EmbeddedTable(t)
+	table := tabletest.EmbeddedTable(t)
 	pos, err := iceberg.OpenPositions(ctx, table.Catalog(), iceberg.Options{}, "", "pod-a", testSources...)
 	if err != nil {
 		t.Fatal(err)

@@ -1,21 +1,18 @@
-// Package catalogtest holds what the tests of several packages share about
-// the catalogs they run on: a coverage table in a fresh embedded catalog, the
-// test PostgreSQL's address and catalog properties, and fresh namespace
-// names. It is for tests only (and cannot serve package iceberg's own
-// tests, which it imports).
+// Package catalogtest holds what the integration tests of several packages
+// share about the catalogs they run on: the test PostgreSQL's address and
+// catalog properties, and fresh namespace names. It is for tests only, and
+// imports nothing of covmirror, so package iceberg's own tests can use it
+// (internal/tabletest opens a coverage table for the other packages).
 //
 // The invariant it serves: tests on a shared server never see each other's
 // tables, since each gets a namespace of its own.
 package catalogtest
 
 import (
-	"context"
 	"crypto/rand"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/covmirror/covmirror/iceberg"
 )
 
 // PostgresURL is the PostgreSQL the integration tests use:
@@ -50,24 +47,4 @@ func Unreachable(err error) string {
 // Namespace is a fresh namespace name, lowercase as REST table buckets want.
 func Namespace() string {
 	return "covmirror_it_" + strings.ToLower(rand.Text()[:10])
-}
-
-// EmbeddedTable is a coverage table with default options in a fresh
-// embedded catalog (SQLite and a local warehouse) under a test directory.
-func EmbeddedTable(t testing.TB) *iceberg.Table {
-	t.Helper()
-	ctx := context.Background()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return table
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -57,7 +57,7 @@ func TestFindingFailedOpenReleasesTheLock(t *testing.T) {
 // names carry a per-open run).
 func TestFindingCheckpointNameReusedAfterPowerLoss(t *testing.T) {
 	ctx := context.Background()
-	table := catalogtest.EmbeddedTable(t)
+	table := tabletest.EmbeddedTable(t)
 	mem := vfs.NewCrashableMem()
 	open := func(fs vfs.FS) *mirror.Mirror {
 		l, err := local.Open(local.Options{Dir: "/covmirror", FS: fs, CommitDelay: -1})

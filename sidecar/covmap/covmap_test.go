@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -59,7 +59,7 @@ func rec(t *testing.T, m *mirror.Mirror, sink string, part int32, start, end uin
 func newHistory(t *testing.T) *history {
 	t.Helper()
 	ctx := context.Background()
-	table := catalogtest.EmbeddedTable(t)
+	table := tabletest.EmbeddedTable(t)
 	store, err := local.Open(local.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/sidecar"
@@ -17,7 +17,7 @@ import (
 // The map mounts on the sidecar through Options.Extra, as covmirror serve
 // mounts it, beside the sidecar's own routes.
 func TestMountsOnSidecar(t *testing.T) {
-	table := catalogtest.EmbeddedTable(t)
+	table := tabletest.EmbeddedTable(t)
 	store, err := local.Open(local.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

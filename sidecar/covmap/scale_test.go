@@ -15,7 +15,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the generated map (0: from the clock)")
@@ -53,7 +53,7 @@ func largeTable(t *testing.T, seed uint64) (*iceberg.Table, map[string]uint64, i
 			}
 		}
 	}
-	table := catalogtest.EmbeddedTable(t)
+	table := tabletest.EmbeddedTable(t)
 	if err := table.Append(context.Background(), iceberg.Commit{Name: "generated-1", Writer: "test", Ranges: ranges}); err != nil {
 		t.Fatal(err)
 	}
