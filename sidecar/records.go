@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -206,6 +207,9 @@ func checkFields(raw []byte) *entryError {
 			return nil // unterminated: the decoder already refused it
 		}
 		str := raw[i+1 : j]
+		if err := checkString(str); err != nil {
+			return &entryError{rule: "invalid-utf8", err: err}
+		}
 		k := j + 1
 		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
 			k++
@@ -233,6 +237,53 @@ func checkFields(raw []byte) *entryError {
 }
 
 var wireNames = []string{"sink", "topic", "partition", "start", "end"}
+
+// checkString refuses what encoding/json would quietly turn into U+FFFD: a
+// string's raw bytes that are not UTF-8, and a \u escape of a lone UTF-16
+// surrogate. Two names that differ only there would decode to one name,
+// and one caller's coverage would then claim another's batches.
+func checkString(str []byte) error {
+	if !utf8.Valid(str) {
+		return fmt.Errorf("string %q is not valid UTF-8: names are UTF-8 text", str)
+	}
+	for i := 0; i < len(str); i++ {
+		if str[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(str) || str[i] != 'u' {
+			continue // \" \\ \n ...: one escaped byte
+		}
+		r, ok := hex4(str, i+1)
+		if !ok {
+			return nil // malformed: the decoder refused it already
+		}
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: names are UTF-8 text", str, r)
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := rune(0), i+6 < len(str) && str[i+1] == '\\' && str[i+2] == 'u'
+			if ok {
+				lo, ok = hex4(str, i+3)
+			}
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: names are UTF-8 text", str, r)
+			}
+			i += 6
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits at str[i:].
+func hex4(str []byte, i int) (rune, bool) {
+	if i+4 > len(str) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(str[i:i+4]), 16, 32)
+	return rune(v), err == nil
+}
 
 // recordsResult is the answer to a record request that recorded everything.
 type recordsResult struct {

@@ -314,6 +314,34 @@ func TestHostileNames(t *testing.T) {
 	}
 }
 
+// Names that are not UTF-8 text, as raw bytes or as escapes of lone UTF-16
+// surrogates, are refused: encoding/json would turn each into U+FFFD, so
+// "x\udcff" and "x\udcfe" would become one topic, and one caller's
+// coverage would claim the other's batches. A surrogate pair is a character
+// like any other.
+func TestNamesThatAreNotUTF8(t *testing.T) {
+	p := newPod(t, nil)
+	for _, name := range []string{`x\udcff`, `x\ud800`, `x\ud800\u0041`, `x\ud800\\udc00`, "x\xff", "x\xed\xa0\x80", `\udfff`} {
+		for _, field := range []string{"sink", "topic"} {
+			other := map[string]string{"sink": "topic", "topic": "sink"}[field]
+			body := `[{"` + field + `":"` + name + `","` + other + `":"ok","partition":0,"start":0,"end":10}]`
+			a := p.do(t, "POST", "/v1/records", "application/json", []byte(body))
+			if a.code != 400 || a.body["rule"] != "invalid-utf8" || a.body["entry"] != float64(0) {
+				t.Fatalf("%s %q: %d %s; want 400, rule invalid-utf8, entry 0", field, name, a.code, a.raw)
+			}
+		}
+	}
+	if got := localState(t, p.local); len(got) != 0 {
+		t.Fatalf("refused names recorded %v", got)
+	}
+	body := `[{"sink":"raw","topic":"smile \ud83d\ude00","partition":0,"start":0,"end":10}]`
+	if a := p.do(t, "POST", "/v1/records", "application/json", []byte(body)); a.code != 200 {
+		t.Fatalf("a surrogate pair: %d %s", a.code, a.raw)
+	}
+	sameState(t, localState(t, p.local), map[coverage.Destination][]coverage.Range{
+		{Sink: "raw", Topic: "smile \U0001F600"}: {{Start: 0, End: 10}}})
+}
+
 func urlQuery(s string) string {
 	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", " ", "%20", "#", "%23", "?", "%3F", "\"", "%22", "'", "%27", ";", "%3B", "\\", "%5C").Replace(s)
 }
