@@ -44,13 +44,20 @@ func withChildMirror(role func(*Mirror) error) error {
 	if err := json.Unmarshal([]byte(os.Getenv(childProps)), &props); err != nil {
 		return err
 	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		return err
-	}
-	tbl, err := iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{os.Getenv(childNS)}, CommitTimeout: 5 * time.Minute})
-	if err != nil {
-		return err
+	// Opening retries, as a pod's supervisor would: a server killed by the
+	// parent while a slow child still opens must not end the child.
+	var tbl *iceberg.Table
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		cat, err := iceberg.OpenCatalog(ctx, "", props)
+		if err == nil {
+			tbl, err = iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{os.Getenv(childNS)}, CommitTimeout: 5 * time.Minute})
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
 	}
 	l, err := local.Open(local.Options{Dir: os.Getenv(childLocal)})
 	if err != nil {
