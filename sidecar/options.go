@@ -96,6 +96,11 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sidecar: Options.Sources: %w", err)
 	}
 	for _, s := range o.Sources {
+		if s.Name == "." || s.Name == ".." {
+			// A URL path cleans these away: /v1/positions/.. is /v1/, and
+			// no client could address the source's positions.
+			return fmt.Errorf("sidecar: source %q: the names \".\" and \"..\" cannot be a URL path segment of /v1/positions/{source}: rename the source", s.Name)
+		}
 		if s.Regime == coverage.Stored && o.Positions == nil {
 			return fmt.Errorf("sidecar: source %q is stored but Options.Positions is nil: open the positions table with iceberg.OpenPositions", s.Name)
 		}

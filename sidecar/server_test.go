@@ -550,3 +550,16 @@ func TestExtraAndCollector(t *testing.T) {
 	}
 	_, _ = io.Discard.Write(nil)
 }
+
+// TestSourceNamedDot: "." and ".." are refused at configuration: a URL
+// path cleans them away, so no client could address their positions.
+func TestSourceNamedDot(t *testing.T) {
+	for _, name := range []string{".", ".."} {
+		o := Options{Mirror: &mirror.Mirror{}, Local: &local.Store{}, Durable: &iceberg.Table{},
+			Sources: []coverage.Source{{Name: name, Regime: coverage.BrokerManaged}}}
+		o.EnsureDefaults()
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "URL path segment") {
+			t.Errorf("source %q: %v; want refused as a URL path segment", name, err)
+		}
+	}
+}

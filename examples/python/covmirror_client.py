@@ -94,7 +94,10 @@ class Client:
             doc = json.loads(data) if data else None
         except ValueError:
             doc = {"error": data.decode("utf-8", "replace")}
-        if resp.status >= 400:
+        if not 200 <= resp.status < 300:
+            # A redirect is not success either: ServeMux answers 307 for a
+            # path it would clean, and following it would address another
+            # resource.
             raise CovmirrorError(resp.status, doc)
         return doc
 
@@ -122,17 +125,24 @@ class Client:
     def coverage(self):
         return self._request("GET", "/v1/coverage")
 
+    def _source_path(self, source):
+        # quote leaves "." and ".." as they are, and a server would clean
+        # them out of the path: %2E keeps them one segment, the source's name.
+        if source in (".", ".."):
+            return "/v1/positions/" + "%2E" * len(source)
+        return "/v1/positions/" + urllib.parse.quote(source, safe="")
+
     def put_position(self, source, partition, cursor, raw_end):
         """Saves a stored source's position (durable after the next checkpoint).
 
         raw_end: the end (exclusive) of the raw batches the cursor covers;
         call it only once raw durably holds them."""
         body = json.dumps({"partition": partition, "cursor": cursor, "raw_end": raw_end}).encode()
-        return self._request("PUT", "/v1/positions/" + urllib.parse.quote(source, safe=""), body)
+        return self._request("PUT", self._source_path(source), body)
 
     def get_position(self, source, partition):
         """The position to resume from: never past a gap in raw's committed coverage."""
-        return self._request("GET", "/v1/positions/%s?partition=%d" % (urllib.parse.quote(source, safe=""), partition))
+        return self._request("GET", "%s?partition=%d" % (self._source_path(source), partition))
 
 
 def _selftest(argv):
@@ -163,6 +173,19 @@ def _selftest(argv):
         except CovmirrorError as e:
             assert e.status == 409 and e.rule == "broker-managed", e
         assert "destinations" in c.coverage()
+        # "." and ".." reach the server as one segment (never cleaned into
+        # another route and redirected), and any answer not 2xx raises.
+        for name in (".", ".."):
+            try:
+                c.get_position(name, 0)
+                raise AssertionError("source %r answered as success" % name)
+            except CovmirrorError as e:
+                assert e.status == 404 and e.rule == "unknown-source", e
+        try:
+            c._request("GET", "/v1/positions/..?partition=0")
+            raise AssertionError("a redirect answered as success")
+        except CovmirrorError as e:
+            assert 300 <= e.status < 400, e
         c.close()
     print("ok")
 
