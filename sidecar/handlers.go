@@ -1,10 +1,11 @@
 package sidecar
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -41,11 +42,10 @@ func queryPartition(v string) (*int32, error) {
 	if v == "" {
 		return nil, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt32 {
-		return nil, fmt.Errorf("partition %q is not an integer from 0 to 2147483647", v)
+	p, err := parsePartition(v)
+	if err != nil {
+		return nil, err
 	}
-	p := int32(n)
 	return &p, nil
 }
 
@@ -79,6 +79,46 @@ type positionPut struct {
 	Partition *json.Number `json:"partition"`
 	Cursor    *string      `json:"cursor"`
 	RawEnd    *json.Number `json:"raw_end"`
+}
+
+var positionFields = wireFields{
+	names:   []string{"partition", "cursor", "raw_end"},
+	numbers: []bool{true, false, true},
+	what:    "partition, cursor and raw_end",
+}
+
+// decodePositionPut reads PUT /v1/positions' body as strictly as a record
+// entry: one object and nothing after it, exact field names each once,
+// numbers as numbers, the cursor UTF-8 text.
+func decodePositionPut(body io.Reader) (positionPut, *entryError) {
+	var p positionPut
+	dec := json.NewDecoder(body)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		ee := bodyError(-1, err).(*entryError)
+		if ee.rule == "json" {
+			ee.err = fmt.Errorf("the body is not {\"partition\": P, \"cursor\": \"...\", \"raw_end\": N}: %w", err)
+		}
+		return p, ee
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return p, bodyError(-1, err).(*entryError)
+		}
+		return p, &entryError{entry: -1, rule: "json", err: errors.New("the body has more after the JSON object: send one object")}
+	}
+	inner := json.NewDecoder(bytes.NewReader(raw))
+	inner.DisallowUnknownFields()
+	inner.UseNumber()
+	if err := inner.Decode(&p); err != nil {
+		return p, &entryError{entry: -1, rule: "json", err: fmt.Errorf("the body is not {\"partition\": P, \"cursor\": \"...\", \"raw_end\": N}: %w", err)}
+	}
+	if ferr := checkFields(raw, positionFields); ferr != nil {
+		ferr.entry = -1
+		return p, ferr
+	}
+	return p, nil
 }
 
 // positionAnswer is GET /v1/positions/{source}'s answer. Found is false
@@ -118,17 +158,13 @@ func (s *Server) putPosition(w http.ResponseWriter, r *http.Request) {
 	if !s.sourceAllowed(w, r, source) {
 		return
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	var body positionPut
-	if err := dec.Decode(&body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.fail(w, r, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit), Rule: "body-too-large"})
-			return
+	body, perr := decodePositionPut(r.Body)
+	if perr != nil {
+		code := http.StatusBadRequest
+		if perr.rule == "body-too-large" {
+			code = http.StatusRequestEntityTooLarge
 		}
-		s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("the body is not {\"partition\": P, \"cursor\": \"...\", \"raw_end\": N}: %v", err), Rule: "json"})
+		s.fail(w, r, code, apiError{Error: perr.Error() + "; nothing was buffered", Rule: perr.rule})
 		return
 	}
 	if body.Partition == nil || body.Cursor == nil || body.RawEnd == nil {
@@ -136,6 +172,9 @@ func (s *Server) putPosition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	part, err := queryPartition(body.Partition.String())
+	if err == nil && part == nil {
+		err = errors.New("partition is empty")
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
 		return

@@ -124,7 +124,7 @@ func decodeRecord(raw json.RawMessage) (Record, *entryError) {
 		}
 		return Record{}, &entryError{rule: "json", err: err}
 	}
-	if ferr := checkFields(raw); ferr != nil {
+	if ferr := checkFields(raw, recordFields); ferr != nil {
 		return Record{}, ferr
 	}
 	switch {
@@ -139,9 +139,9 @@ func decodeRecord(raw json.RawMessage) (Record, *entryError) {
 	case w.End == nil:
 		return Record{}, missing("end")
 	}
-	part, err := strconv.ParseInt(w.Partition.String(), 10, 64)
-	if err != nil || part < 0 || part > math.MaxInt32 {
-		return Record{}, &entryError{rule: "partition", err: fmt.Errorf("partition %s is not an integer from 0 to 2147483647", w.Partition)}
+	part, err := parsePartition(w.Partition.String())
+	if err != nil {
+		return Record{}, &entryError{rule: "partition", err: err}
 	}
 	start, perr := parseBatch("start", *w.Start)
 	if perr != nil {
@@ -151,7 +151,7 @@ func decodeRecord(raw json.RawMessage) (Record, *entryError) {
 	if perr != nil {
 		return Record{}, perr
 	}
-	rec := Record{Destination: coverage.Destination{Sink: *w.Sink, Topic: *w.Topic, Partition: int32(part)}, Range: coverage.Range{Start: start, End: end}}
+	rec := Record{Destination: coverage.Destination{Sink: *w.Sink, Topic: *w.Topic, Partition: part}, Range: coverage.Range{Start: start, End: end}}
 	if end > coverage.MaxBatchEnd {
 		return Record{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
 	}
@@ -184,14 +184,29 @@ func parseBatch(field string, n json.Number) (uint64, *entryError) {
 	return v, nil
 }
 
-// checkFields scans an entry that decoded for what encoding/json forgives:
+// wireFields are an object's exact wire names and which of them are
+// numbers; what is a field the object lists, how is for error messages.
+type wireFields struct {
+	names   []string
+	numbers []bool
+	what    string
+}
+
+var recordFields = wireFields{
+	names:   []string{"sink", "topic", "partition", "start", "end"},
+	numbers: []bool{false, false, true, true, true},
+	what:    "sink, topic, partition, start and end",
+}
+
+// checkFields scans an object that decoded for what encoding/json forgives:
 // a key that is not exactly a wire name (names match case-insensitively and
 // through escapes, so "END" or "\u0065nd" would override "end"), a key
-// given twice (the last would win), and a number sent as a string
-// (json.Number accepts "12"). One pass over the bytes, no allocation: the
-// entry is an object whose values are scalars (it decoded into wireRecord).
-func checkFields(raw []byte) *entryError {
-	var seen [5]bool
+// given twice (the last would win), a number sent as a string (json.Number
+// accepts "12"), and a string that is not UTF-8 text. One pass over the
+// bytes, no allocation: the object's values are scalars (it decoded into a
+// struct of scalar fields).
+func checkFields(raw []byte, f wireFields) *entryError {
+	var seen [8]bool
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '"' {
 			continue
@@ -218,9 +233,9 @@ func checkFields(raw []byte) *entryError {
 		if k >= len(raw) || raw[k] != ':' {
 			continue // a string value, not a key
 		}
-		field := slices.Index(wireNames, string(str))
+		field := slices.Index(f.names, string(str))
 		if field < 0 {
-			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are sink, topic, partition, start and end (lowercase, unescaped)", str)}
+			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are %s (lowercase, unescaped)", str, f.what)}
 		}
 		if seen[field] {
 			return &entryError{rule: "duplicate-field", err: fmt.Errorf("field %q is given twice", str)}
@@ -228,7 +243,7 @@ func checkFields(raw []byte) *entryError {
 		seen[field] = true
 		for k++; k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r'); k++ {
 		}
-		if field >= 2 && k < len(raw) && raw[k] == '"' {
+		if f.numbers[field] && k < len(raw) && raw[k] == '"' {
 			return &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON string; want a number", str)}
 		}
 		i = k - 1
@@ -236,7 +251,15 @@ func checkFields(raw []byte) *entryError {
 	return nil
 }
 
-var wireNames = []string{"sink", "topic", "partition", "start", "end"}
+// parsePartition parses a partition: digits only, from 0 to 2147483647.
+// A sign is refused, "-0" and "+1" included: one partition, one spelling.
+func parsePartition(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 || v == "" || v[0] < '0' || v[0] > '9' {
+		return 0, fmt.Errorf("partition %s is not an integer from 0 to 2147483647 (digits only, no sign)", v)
+	}
+	return int32(n), nil
+}
 
 // checkString refuses what encoding/json would quietly turn into U+FFFD: a
 // string's raw bytes that are not UTF-8, and a \u escape of a lone UTF-16
@@ -244,7 +267,7 @@ var wireNames = []string{"sink", "topic", "partition", "start", "end"}
 // and one caller's coverage would then claim another's batches.
 func checkString(str []byte) error {
 	if !utf8.Valid(str) {
-		return fmt.Errorf("string %q is not valid UTF-8: names are UTF-8 text", str)
+		return fmt.Errorf("string %q is not valid UTF-8: strings are UTF-8 text", str)
 	}
 	for i := 0; i < len(str); i++ {
 		if str[i] != '\\' {
@@ -261,14 +284,14 @@ func checkString(str []byte) error {
 		i += 4
 		switch {
 		case r >= 0xDC00 && r <= 0xDFFF:
-			return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: names are UTF-8 text", str, r)
+			return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: strings are UTF-8 text", str, r)
 		case r >= 0xD800 && r <= 0xDBFF:
 			lo, ok := rune(0), i+6 < len(str) && str[i+1] == '\\' && str[i+2] == 'u'
 			if ok {
 				lo, ok = hex4(str, i+3)
 			}
 			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: names are UTF-8 text", str, r)
+				return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: strings are UTF-8 text", str, r)
 			}
 			i += 6
 		}

@@ -563,3 +563,34 @@ func TestSourceNamedDot(t *testing.T) {
 		}
 	}
 }
+
+// TestPutPositionStrict: PUT /v1/positions' body is held to the record
+// entries' rules; a refused body buffers nothing.
+func TestPutPositionStrict(t *testing.T) {
+	p := newPod(t, nil)
+	for _, c := range []struct{ body, rule string }{
+		{`{"partition":0,"cursor":"a","cursor":"b","raw_end":3}`, "duplicate-field"},
+		{`{"Partition":0,"cursor":"a","raw_end":3}`, "unknown-field"},
+		{`{"partition":0,"CURSOR":"a","raw_end":3}`, "unknown-field"},
+		{`{"partition":"0","cursor":"a","raw_end":3}`, "type"},
+		{`{"partition":0,"cursor":"a","raw_end":"3"}`, "type"},
+		{`{"partition":0,"cursor":"a","raw_end":3} x`, "json"},
+		{`{"partition":0,"cursor":"a","raw_end":3}{}`, "json"},
+		{`{"partition":-0,"cursor":"a","raw_end":3}`, "partition"},
+		{"{\"partition\":0,\"cursor\":\"a\xff\",\"raw_end\":3}", "invalid-utf8"},
+		{`{"partition":0,"cursor":"a\udc00","raw_end":3}`, "invalid-utf8"},
+		{`{"partition":0,"cursor":"a\ud800x","raw_end":3}`, "invalid-utf8"},
+		{`null`, "missing-field"},
+	} {
+		a := p.do(t, "PUT", "/v1/positions/files", "", []byte(c.body))
+		if a.code != 400 || a.body["rule"] != c.rule || !strings.Contains(a.raw, "nothing was buffered") && c.rule != "missing-field" && c.rule != "partition" {
+			t.Errorf("PUT %s: %d %s; want 400 %s", c.body, a.code, a.raw, c.rule)
+		}
+	}
+	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 || a.body["positions"] != float64(0) {
+		t.Fatalf("after refused PUTs the checkpoint saved positions: %d %s", a.code, a.raw)
+	}
+	if a := p.do(t, "PUT", "/v1/positions/files", "", []byte(`{"partition":0,"cursor":"a\ud83d\ude00","raw_end":3}`)); a.code != 200 {
+		t.Fatalf("a valid PUT (a surrogate pair): %d %s", a.code, a.raw)
+	}
+}
