@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,14 @@ type GapMetricsOptions struct {
 	Interval time.Duration
 	// Timeout bounds one refresh. Zero value: Interval.
 	Timeout time.Duration
+	// MaxSinks bounds the per-sink series exported: sink names are chosen
+	// by the callers that record, and each exported sink costs three
+	// series. Past MaxSinks sinks, the MaxSinks with the most missing
+	// batches are exported by name, the reference always, and the rest
+	// summed into one series labelled sink="(other)" (gaps and missing
+	// batches summed, the oldest gap's age the oldest of theirs). Sinks
+	// still returns every sink. Zero value: 100.
+	MaxSinks int
 	// Logger receives failed refreshes. Zero value: discard.
 	Logger *slog.Logger
 	// Now is the clock for ages. Zero value: time.Now.
@@ -52,6 +61,9 @@ func (o *GapMetricsOptions) EnsureDefaults() {
 	if o.Timeout == 0 {
 		o.Timeout = o.Interval
 	}
+	if o.MaxSinks == 0 {
+		o.MaxSinks = 100
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -67,6 +79,8 @@ func (o *GapMetricsOptions) Validate() error {
 		return errors.New("mirror: GapMetricsOptions.Table is nil: open the coverage table with iceberg.Open")
 	case o.Interval < 0 || o.Timeout < 0:
 		return errors.New("mirror: GapMetricsOptions.Interval and Timeout must not be negative")
+	case o.MaxSinks < 0:
+		return errors.New("mirror: GapMetricsOptions.MaxSinks must not be negative")
 	}
 	return nil
 }
@@ -103,6 +117,7 @@ type GapMetrics struct {
 	seen                             map[gapKey]time.Time // first seen, per current gap; guarded by refreshMu
 	mu                               sync.Mutex           // guards what follows
 	sinks                            map[string]SinkGaps  // as of lastSuccess
+	exported                         map[string]SinkGaps  // sinks, at most MaxSinks of them and (other)
 	lastOK                           time.Time            // zero until a refresh succeeds
 	lastDur                          time.Duration        // of the last refresh, failed or not
 	refreshes, failures, consecutive uint64               // successes, failures, failures in a row
@@ -119,7 +134,7 @@ func NewGapMetrics(opts GapMetricsOptions) (*GapMetrics, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &GapMetrics{opts: opts, seen: map[gapKey]time.Time{}, sinks: map[string]SinkGaps{}}, nil
+	return &GapMetrics{opts: opts, seen: map[gapKey]time.Time{}, sinks: map[string]SinkGaps{}, exported: map[string]SinkGaps{}}, nil
 }
 
 // Run refreshes at once and then every Interval until ctx is done, then
@@ -160,7 +175,56 @@ func (g *GapMetrics) Refresh(ctx context.Context) error {
 	g.refreshes++
 	g.consecutive = 0
 	g.sinks, g.lastOK = sinks, g.opts.Now()
+	g.exported = capSinks(sinks, g.opts.Reference, g.opts.MaxSinks)
 	return nil
+}
+
+// OtherSinks labels the series summing the sinks past
+// GapMetricsOptions.MaxSinks.
+const OtherSinks = "(other)"
+
+// capSinks keeps the reference and the max sinks with the most missing
+// batches (then by name, so that the choice is stable), and sums the rest
+// into OtherSinks.
+func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string]SinkGaps {
+	if len(sinks) <= limit+1 {
+		return sinks
+	}
+	names := make([]string, 0, len(sinks))
+	for name := range sinks {
+		if name != reference {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		ma, mb := sinks[a].MissingBatches, sinks[b].MissingBatches
+		switch {
+		case ma > mb:
+			return -1
+		case ma < mb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	out := make(map[string]SinkGaps, limit+2)
+	if s, ok := sinks[reference]; ok {
+		out[reference] = s
+	}
+	var other SinkGaps
+	for i, name := range names {
+		s := sinks[name]
+		if i < limit && name != OtherSinks { // a sink of that name is summed, not duplicated
+			out[name] = s
+			continue
+		}
+		other.Gaps = addSaturating(other.Gaps, s.Gaps)
+		other.MissingBatches = addSaturating(other.MissingBatches, s.MissingBatches)
+		if !s.OldestSince.IsZero() && (other.OldestSince.IsZero() || s.OldestSince.Before(other.OldestSince)) {
+			other.OldestSince = s.OldestSince
+		}
+	}
+	out[OtherSinks] = other
+	return out
 }
 
 // Sinks returns the values of the last successful refresh, per sink.
@@ -379,7 +443,7 @@ func (g *GapMetrics) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(gapDescs[name], prometheus.GaugeValue, v, labels...)
 	}
-	for sink, s := range g.sinks {
+	for sink, s := range g.exported {
 		gauge("gaps", float64(s.Gaps), sink)
 		gauge("missing", float64(s.MissingBatches), sink)
 		age := 0.0

@@ -355,3 +355,48 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestGapMetricsMaxSinks: caller-chosen sink names cannot grow /metrics
+// without bound: past MaxSinks, the sinks with the most missing batches
+// are exported by name, the reference always, and the rest summed into
+// sink="(other)"; Sinks still has every sink.
+func TestGapMetricsMaxSinks(t *testing.T) {
+	tbl := tabletest.EmbeddedTable(t)
+	rows := []any{"raw", "orders", 0, 0, 100}
+	for i := range 10 { // s0 misses 99 batches, s9 misses 90
+		rows = append(rows, fmt.Sprintf("s%d", i), "orders", 0, 0, i+1)
+	}
+	appendAt(t, tbl, "c1", rows...)
+	g, err := NewGapMetrics(GapMetricsOptions{Table: tbl, MaxSinks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.Sinks()); n != 11 {
+		t.Errorf("Sinks has %d sinks, want all 11", n)
+	}
+	v := metricValues(t, g)
+	series := 0
+	for k := range v {
+		if strings.HasPrefix(k, "covmirror_sink_missing_batches{") {
+			series++
+		}
+	}
+	want := map[string]float64{"raw": 0, "s0": 99, "s1": 98, "s2": 97, "(other)": 96 + 95 + 94 + 93 + 92 + 91 + 90}
+	if series != len(want) {
+		t.Errorf("%d sinks exported, want %d: %v", series, len(want), v)
+	}
+	for sink, w := range want {
+		if got, ok := v["covmirror_sink_missing_batches{"+sink+"}"]; !ok || got != w {
+			t.Errorf("%s: missing batches %v (exported %v), want %v", sink, got, ok, w)
+		}
+	}
+	if v["covmirror_sink_gaps{(other)}"] != 7 {
+		t.Errorf("(other) has %v gaps, want 7", v["covmirror_sink_gaps{(other)}"])
+	}
+	if _, ok := v["covmirror_sink_oldest_gap_age_seconds{(other)}"]; !ok {
+		t.Error("(other) has no age series")
+	}
+}

@@ -65,13 +65,23 @@ func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
 	var nre *mirror.NoReferenceError
 	switch {
 	case errors.As(err, &nre):
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in the coverage table; the table has rows of the sinks %v: pass reference= with the sink raw's coverage is recorded under", nre.Reference, nre.Sinks), Rule: "no-reference"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in the coverage table; the table has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, sinkList(nre.Sinks)), Rule: "no-reference"})
 		return
 	case err != nil:
 		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
 		return
 	}
 	writeJSON(w, http.StatusOK, gaps)
+}
+
+// sinkList names the first 20 sinks: sink names are the callers', and an
+// error must not grow with them.
+func sinkList(sinks []string) string {
+	const shown = 20
+	if len(sinks) <= shown {
+		return fmt.Sprintf("%q", sinks)
+	}
+	return fmt.Sprintf("%q and %d more", sinks[:shown], len(sinks)-shown)
 }
 
 // positionPut is PUT /v1/positions/{source}'s body.

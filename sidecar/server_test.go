@@ -594,3 +594,23 @@ func TestPutPositionStrict(t *testing.T) {
 		t.Fatalf("a valid PUT (a surrogate pair): %d %s", a.code, a.raw)
 	}
 }
+
+// TestNoReferenceListsFewSinks: the no-reference error names the first 20
+// sinks and counts the rest.
+func TestNoReferenceListsFewSinks(t *testing.T) {
+	p := newPod(t, nil)
+	var entries []entry
+	for i := range 25 {
+		entries = append(entries, entry{Sink: fmt.Sprintf("x%02d", i), Topic: "orders", Partition: 0, Start: 0, End: 1})
+	}
+	if a := p.do(t, "POST", "/v1/records", "", marshal(t, entries)); a.code != 200 {
+		t.Fatalf("record: %d %s", a.code, a.raw)
+	}
+	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 {
+		t.Fatalf("checkpoint: %d %s", a.code, a.raw)
+	}
+	a := p.do(t, "GET", "/v1/gaps", "", nil)
+	if a.code != 404 || a.body["rule"] != "no-reference" || !strings.Contains(a.raw, "and 5 more") || strings.Contains(a.raw, "x20") {
+		t.Fatalf("gaps without the reference: %d %s; want 404 naming 20 sinks and 5 more", a.code, a.raw)
+	}
+}
