@@ -101,6 +101,15 @@ var positionFields = wireFields{
 // entry: one object and nothing after it, exact field names each once,
 // numbers as numbers, the cursor UTF-8 text.
 func decodePositionPut(body io.Reader) (positionPut, *entryError) {
+	tr := &trackedReader{r: body}
+	p, err := decodePosition(tr)
+	if err != nil && tr.err != nil {
+		return p, readError(tr.err)
+	}
+	return p, err
+}
+
+func decodePosition(body io.Reader) (positionPut, *entryError) {
 	var p positionPut
 	dec := json.NewDecoder(body)
 	var raw json.RawMessage
@@ -170,11 +179,7 @@ func (s *Server) putPosition(w http.ResponseWriter, r *http.Request) {
 	}
 	body, perr := decodePositionPut(r.Body)
 	if perr != nil {
-		code := http.StatusBadRequest
-		if perr.rule == "body-too-large" {
-			code = http.StatusRequestEntityTooLarge
-		}
-		s.fail(w, r, code, apiError{Error: perr.Error() + "; nothing was buffered", Rule: perr.rule})
+		s.fail(w, r, ruleStatus(perr.rule), apiError{Error: perr.Error() + "; nothing was buffered", Rule: perr.rule})
 		return
 	}
 	if body.Partition == nil || body.Cursor == nil || body.RawEnd == nil {

@@ -57,6 +57,15 @@ func (e *entryError) Error() string {
 // coverage.MaxBatchEnd, and coverage.ValidateRecord. The first invalid
 // entry fails the whole body: all or nothing.
 func DecodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
+	tr := &trackedReader{r: body}
+	recs, err := decodeRecords(tr, ndjson)
+	if err != nil && tr.err != nil {
+		return nil, readError(tr.err)
+	}
+	return recs, err
+}
+
+func decodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
 	dec := json.NewDecoder(body)
 	dec.UseNumber()
 	var raws []json.RawMessage
@@ -343,11 +352,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 		if ee.entry >= 0 {
 			e.Entry = &ee.entry
 		}
-		code := http.StatusBadRequest
-		if ee.rule == "body-too-large" {
-			code = http.StatusRequestEntityTooLarge
-		}
-		s.fail(w, r, code, e)
+		s.fail(w, r, ruleStatus(ee.rule), e)
 		return
 	}
 	// Not cancelled with the request: a client gone midway would otherwise
