@@ -88,9 +88,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight
 	// finish; then the final checkpoint carries everything they recorded.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownWindow)
 	defer cancel()
-	err = errors.Join(runErr, srv.Shutdown(shutdownCtx), explainWriteFailure(shutdownCtx, table, m.Close()))
+	shutErr := srv.Shutdown(shutdownCtx)
+	if shutErr != nil {
+		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were not answered (their connections were closed): their callers must retry them; what they recorded before is in the final checkpoint: %w", shutdownWindow, shutErr)
+	}
+	err = errors.Join(runErr, shutErr, explainWriteFailure(shutdownCtx, table, m.Close()))
 	if positions != nil {
 		err = errors.Join(err, positions.Close())
 	}
@@ -101,6 +105,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	return err
 }
+
+// shutdownWindow is how long SIGTERM waits for requests in flight.
+const shutdownWindow = 10 * time.Second
 
 // startSidecar builds the record API with /metrics, /debug/coverage and the
 // mounts of serveMounts, and opens its listeners: TCP first, then the
