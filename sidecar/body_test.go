@@ -52,3 +52,33 @@ func TestBodyReadFailures(t *testing.T) {
 		t.Errorf("a PUT that failed buffered a position: %d %s", a.code, a.raw)
 	}
 }
+
+// TestOneSpellingEach: a signed partition (-0, +1) is refused in records,
+// queries and positions alike; a query parameter given twice is 400, not
+// the first silently; a body of null is 400, not {"recorded":0}.
+func TestOneSpellingEach(t *testing.T) {
+	p := newPod(t, nil)
+	for _, c := range []struct {
+		method, path, ct, body, rule string
+	}{
+		{"POST", "/v1/records", "", `[{"sink":"lake","topic":"orders","partition":-0,"start":0,"end":1}]`, "partition"},
+		{"POST", "/v1/records", "application/x-ndjson", `{"sink":"lake","topic":"orders","partition":-0,"start":0,"end":1}`, "partition"},
+		{"POST", "/v1/records", "", `null`, "type"},
+		{"POST", "/v1/records", "", ` null `, "type"},
+		{"GET", "/v1/gaps?partition=%2B1", "", "", "partition"},
+		{"GET", "/v1/gaps?partition=-0", "", "", "partition"},
+		{"GET", "/v1/positions/files?partition=%2B0", "", "", "partition"},
+		{"GET", "/v1/gaps?sink=a&sink=b", "", "", "query"},
+		{"GET", "/v1/gaps?partition=0&partition=1", "", "", "query"},
+		{"GET", "/v1/positions/files?partition=0&partition=1", "", "", "query"},
+		{"GET", "/v1/gaps?sink=%zz", "", "", "query"},
+	} {
+		a := p.do(t, c.method, c.path, c.ct, []byte(c.body))
+		if a.code != 400 || a.body["rule"] != c.rule {
+			t.Errorf("%s %s %s: %d %s; want 400 %s", c.method, c.path, c.body, a.code, a.raw, c.rule)
+		}
+	}
+	if st := localState(t, p.local); len(st) != 0 {
+		t.Errorf("refused bodies recorded %v", st)
+	}
+}

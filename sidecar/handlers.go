@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -37,6 +38,23 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		Destinations: sum.Destinations, Positions: sum.Positions, DurationSeconds: sum.Duration.Seconds()})
 }
 
+// query parses the query string, answering 400 for a parameter given
+// twice: the first would silently win over the second.
+func (s *Server) query(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("the query string is malformed: %v", err), Rule: "query"})
+		return nil, false
+	}
+	for k, v := range q {
+		if len(v) > 1 {
+			s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("query parameter %q is given %d times: give it once (one query per value)", k, len(v)), Rule: "query"})
+			return nil, false
+		}
+	}
+	return q, true
+}
+
 // queryPartition parses an optional partition parameter.
 func queryPartition(v string) (*int32, error) {
 	if v == "" {
@@ -51,7 +69,10 @@ func queryPartition(v string) (*int32, error) {
 
 // gaps is GET /v1/gaps: the committed gaps, as `covmirror gaps --json`.
 func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, ok := s.query(w, r)
+	if !ok {
+		return
+	}
 	part, err := queryPartition(q.Get("partition"))
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
@@ -219,7 +240,11 @@ func (s *Server) getPosition(w http.ResponseWriter, r *http.Request) {
 	if !s.sourceAllowed(w, r, source) {
 		return
 	}
-	part, err := queryPartition(r.URL.Query().Get("partition"))
+	q, ok := s.query(w, r)
+	if !ok {
+		return
+	}
+	part, err := queryPartition(q.Get("partition"))
 	if err == nil && part == nil {
 		err = errors.New("partition= is required")
 	}

@@ -85,6 +85,9 @@ func decodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
 		if err := dec.Decode(&raws); err != nil {
 			return nil, bodyError(-1, err)
 		}
+		if raws == nil { // null: encoding/json leaves the slice alone
+			return nil, &entryError{entry: -1, rule: "type", err: errors.New("the body is null, not a JSON array of entries: send [] for none")}
+		}
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return nil, &entryError{entry: -1, rule: "json", err: errors.New("the body has more after the JSON array: send one array, or NDJSON with Content-Type application/x-ndjson")}
 		}
@@ -366,8 +369,12 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 				code = http.StatusServiceUnavailable
 			}
 			n := i
+			done := "none are recorded"
+			if i > 0 {
+				done = fmt.Sprintf("entries 0 to %d are recorded", i-1)
+			}
 			s.fail(w, r, code, apiError{
-				Error: fmt.Sprintf("entry %d: %v; entries 0 to %d are recorded, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, i-1, i, i, i),
+				Error: fmt.Sprintf("entry %d: %v; %s, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, done, i, i, i),
 				Entry: &n, Rule: "local-tier", Recorded: &n,
 			})
 			return

@@ -155,7 +155,7 @@ type apiError struct {
 	// unknown-field, type, missing-field, partition, uint64,
 	// max-batch-end, invalid-destination, invalid-range, duplicate-field,
 	// invalid-utf8, body-too-large, timeout and body-read (408: the body
-	// timed out or broke off), content-type, shutting-down, local-tier, broker-managed,
+	// timed out or broke off), query, content-type, shutting-down, local-tier, broker-managed,
 	// unknown-source, invalid-position, no-reference, durable-tier.
 	Rule string `json:"rule,omitempty"`
 	// Recorded, on a record request that failed midway, is how many

@@ -511,7 +511,7 @@ func TestShutdownAndFailedLocalTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := p.do(t, "POST", "/v1/records", "", marshal(t, randomEntries(rand.New(rand.NewPCG(1, 1)), 3)))
-	if a.code != 503 || a.body["recorded"] != float64(0) || a.body["rule"] != "local-tier" {
+	if a.code != 503 || a.body["recorded"] != float64(0) || a.body["rule"] != "local-tier" || !strings.Contains(a.raw, "none are recorded") || strings.Contains(a.raw, "to -1") {
 		t.Fatalf("closed local tier: %d %s", a.code, a.raw)
 	}
 	if err := p.srv.Shutdown(ctx); err != nil {
