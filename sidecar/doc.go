@@ -30,7 +30,14 @@
 //     400 naming the entry and the rule, and nothing is recorded. A local
 //     tier that fails midway is reported with how many entries were recorded
 //     (a lag: the caller retries the rest; coverage is a union, so recording
-//     twice is harmless). 200 means the local tier holds every entry.
+//     twice is harmless). 200 means the local tier accepted every entry,
+//     not that it is on disk: with local.Options.Sync off (serve's default)
+//     the last records live in memory a little longer (the write-behind
+//     window and Pebble's unwritten WAL tail). A 200 survives a clean stop
+//     (SIGTERM: the final checkpoint carries it); a SIGKILL or an OOM kill
+//     may lose the records of the last few milliseconds, a machine losing
+//     power those since the last sync. That is a lag: the sinks hold the
+//     batches, and a replay of the gaps covers them.
 //   - A position is resolved with coverage.SafePosition against raw's
 //     committed coverage in the durable tier, so GET never returns a
 //     position past a gap in raw. PUT buffers the position in the Mirror,
