@@ -38,6 +38,11 @@
 //     may lose the records of the last few milliseconds, a machine losing
 //     power those since the last sync. That is a lag: the sinks hold the
 //     batches, and a replay of the gaps covers them.
+//   - PUT /v1/positions is held to the same rules (one object, exact
+//     field names once each, numbers as numbers, UTF-8 text); a body that
+//     times out or breaks off is 408 (rule timeout or body-read), blamed on
+//     no entry; a query parameter given twice is 400. Nothing is recorded
+//     or buffered from a refused request.
 //   - A position is resolved with coverage.SafePosition against raw's
 //     committed coverage in the durable tier, so GET never returns a
 //     position past a gap in raw. PUT buffers the position in the Mirror,
