@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -236,173 +232,6 @@ func (g *GapMetrics) Sinks() map[string]SinkGaps {
 		out[k] = v
 	}
 	return out
-}
-
-// row is one row of the coverage table, as far as ages need it.
-type row struct {
-	sink       string
-	start, end uint64
-	at         time.Time
-}
-
-func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
-	tbl, err := g.opts.Table.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	all, rows, err := readRows(ctx, tbl)
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := planOf(all, PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks})
-	if err != nil {
-		return nil, err
-	}
-	now := g.opts.Now()
-	out := map[string]SinkGaps{g.opts.Reference: {}}
-	for d := range all {
-		out[d.Sink] = SinkGaps{}
-	}
-	for _, s := range g.opts.Sinks {
-		out[s] = SinkGaps{}
-	}
-	seen := make(map[gapKey]time.Time, len(tasks))
-	for _, task := range tasks { // one task per maximal gap: MaxBatches is 0
-		tp := TopicPartition{task.Destination.Topic, task.Destination.Partition}
-		since := evidence(rows[tp], task, g.opts.Reference, now)
-		key := gapKey{task.Destination, task.Range.Start}
-		if first, ok := g.seen[key]; ok && first.Before(since) {
-			since = first
-		}
-		seen[key] = since
-		s := out[task.Destination.Sink]
-		s.Gaps++
-		s.MissingBatches = addSaturating(s.MissingBatches, task.Range.Len())
-		if s.OldestSince.IsZero() || since.Before(s.OldestSince) {
-			s.OldestSince = since
-		}
-		out[task.Destination.Sink] = s
-	}
-	g.seen = seen // closed gaps are forgotten: memory stays one entry per gap
-	return out, nil
-}
-
-// evidence is the earliest recorded_at at which the table showed task's gap
-// (rows sorted by start), or now if no row does.
-func evidence(rows []row, task Task, reference string, now time.Time) time.Time {
-	s, e := task.Range.Start, task.Range.End
-	if task.Kind == KindVerifyReference {
-		// A hole shows once rows lie on both sides of (or over) it: some
-		// row starting below its end and some row ending above its start.
-		below, above := now, now
-		for _, r := range rows {
-			if r.start < e && r.at.Before(below) {
-				below = r.at
-			}
-			if r.end > s && r.at.Before(above) {
-				above = r.at
-			}
-		}
-		if below.After(above) {
-			return below
-		}
-		return above
-	}
-	// A sink's gap shows from the first reference row over it.
-	since := now
-	for _, r := range rows {
-		if r.start >= e {
-			break
-		}
-		if r.sink == reference && r.end > s && r.at.Before(since) {
-			since = r.at
-		}
-	}
-	return since
-}
-
-func addSaturating(a, b uint64) uint64 {
-	if a > math.MaxUint64-b {
-		return math.MaxUint64
-	}
-	return a + b
-}
-
-// readRows reads every row of the table: the merged coverage per
-// destination, as iceberg.ReadCoverage does, and the rows with their
-// recorded_at per partition, sorted by start.
-func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[TopicPartition][]row, error) {
-	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[TopicPartition][]row{}
-	if tbl.CurrentSnapshot() == nil {
-		return all, rows, nil
-	}
-	scan := tbl.Scan(table.WithSelectedFields(iceberg.ColSink, iceberg.ColTopic, iceberg.ColPartition,
-		iceberg.ColRangeStart, iceberg.ColRangeEnd, iceberg.ColRecordedAt))
-	_, records, err := scan.ToArrowRecords(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-	}
-	for rec, err := range records {
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-		}
-		err = addTimedRows(all, rows, rec)
-		rec.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, rs := range rows {
-		slices.SortFunc(rs, func(a, b row) int {
-			switch {
-			case a.start < b.start:
-				return -1
-			case a.start > b.start:
-				return 1
-			}
-			return 0
-		})
-	}
-	return all, rows, nil
-}
-
-func addTimedRows(all map[coverage.Destination]*coverage.RangeSet, rows map[TopicPartition][]row, rec arrow.RecordBatch) error {
-	col := func(name string) arrow.Array {
-		idx := rec.Schema().FieldIndices(name)
-		if len(idx) != 1 {
-			return nil
-		}
-		return rec.Column(idx[0])
-	}
-	sink, sinkOK := col(iceberg.ColSink).(*array.String)
-	topic, topicOK := col(iceberg.ColTopic).(*array.String)
-	partition, partOK := col(iceberg.ColPartition).(*array.Int32)
-	start, startOK := col(iceberg.ColRangeStart).(*array.Int64)
-	end, endOK := col(iceberg.ColRangeEnd).(*array.Int64)
-	at, atOK := col(iceberg.ColRecordedAt).(*array.Timestamp)
-	if !sinkOK || !topicOK || !partOK || !startOK || !endOK || !atOK {
-		return fmt.Errorf("%w: scan returned columns %s", iceberg.ErrIncompatibleTable, rec.Schema())
-	}
-	unit := at.DataType().(*arrow.TimestampType).Unit
-	for i := 0; i < int(rec.NumRows()); i++ {
-		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
-		s, e := start.Value(i), end.Value(i)
-		if s < 0 || e <= s {
-			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
-				coverage.ErrCorrupt, d, s, e)
-		}
-		set := all[d]
-		if set == nil {
-			set = new(coverage.RangeSet)
-			all[d] = set
-		}
-		if err := set.Add(coverage.Range{Start: uint64(s), End: uint64(e)}); err != nil {
-			return err
-		}
-		tp := TopicPartition{d.Topic, d.Partition}
-		rows[tp] = append(rows[tp], row{sink: d.Sink, start: uint64(s), end: uint64(e), at: at.Value(i).ToTime(unit)})
-	}
-	return nil
 }
 
 var gapDescs = map[string]*prometheus.Desc{
