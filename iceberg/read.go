@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -50,29 +51,59 @@ func (t *Table) Coverage(ctx context.Context, f Filter) (map[coverage.Destinatio
 // ReadCoverage is Coverage on already loaded table metadata.
 func ReadCoverage(ctx context.Context, tbl *table.Table, f Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	out := map[coverage.Destination]*coverage.RangeSet{}
-	if tbl.CurrentSnapshot() == nil {
-		return out, nil
-	}
-	scan := tbl.Scan(table.WithRowFilter(f.expr()),
-		table.WithSelectedFields(ColSink, ColTopic, ColPartition, ColRangeStart, ColRangeEnd))
-	_, records, err := scan.ToArrowRecords(ctx)
+	err := ReadRows(ctx, tbl, f, false, func(r Row) error {
+		set := out[r.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			out[r.Destination] = set
+		}
+		return set.Add(r.Range)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-	}
-	for rec, err := range records {
-		if err != nil {
-			return nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-		}
-		err = addRows(out, rec)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	return out, nil
 }
 
-func addRows(out map[coverage.Destination]*coverage.RangeSet, rec arrow.RecordBatch) error {
+// Row is one row of the coverage table, as readers need it.
+type Row struct {
+	Destination coverage.Destination
+	Range       coverage.Range
+	// RecordedAt is when the row's checkpoint was committed (UTC); zero
+	// unless read with recordedAt.
+	RecordedAt time.Time
+}
+
+// ReadRows calls fn for every row of tbl's current snapshot that f
+// selects, in no particular order, reading recorded_at too where
+// recordedAt says so. A row that is not a valid range is ErrCorrupt.
+func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, fn func(Row) error) error {
+	if tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	fields := []string{ColSink, ColTopic, ColPartition, ColRangeStart, ColRangeEnd}
+	if recordedAt {
+		fields = append(fields, ColRecordedAt)
+	}
+	scan := tbl.Scan(table.WithRowFilter(f.expr()), table.WithSelectedFields(fields...))
+	_, records, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+	}
+	for rec, err := range records {
+		if err != nil {
+			return fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
+		}
+		err = eachRow(rec, recordedAt, fn)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachRow(rec arrow.RecordBatch, recordedAt bool, fn func(Row) error) error {
 	col := func(name string) arrow.Array {
 		idx := rec.Schema().FieldIndices(name)
 		if len(idx) != 1 {
@@ -85,23 +116,26 @@ func addRows(out map[coverage.Destination]*coverage.RangeSet, rec arrow.RecordBa
 	partition, partOK := col(ColPartition).(*array.Int32)
 	start, startOK := col(ColRangeStart).(*array.Int64)
 	end, endOK := col(ColRangeEnd).(*array.Int64)
-	if !sinkOK || !topicOK || !partOK || !startOK || !endOK {
+	at, atOK := col(ColRecordedAt).(*array.Timestamp)
+	if !sinkOK || !topicOK || !partOK || !startOK || !endOK || (recordedAt && !atOK) {
 		return fmt.Errorf("%w: scan returned columns %s", ErrIncompatibleTable, rec.Schema())
+	}
+	var unit arrow.TimeUnit
+	if recordedAt {
+		unit = at.DataType().(*arrow.TimestampType).Unit
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
 		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
 		s, e := start.Value(i), end.Value(i)
-		r := coverage.Range{Start: uint64(s), End: uint64(e)}
 		if s < 0 || e <= s {
 			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
 				coverage.ErrCorrupt, d, s, e)
 		}
-		set := out[d]
-		if set == nil {
-			set = new(coverage.RangeSet)
-			out[d] = set
+		r := Row{Destination: d, Range: coverage.Range{Start: uint64(s), End: uint64(e)}}
+		if recordedAt {
+			r.RecordedAt = at.Value(i).ToTime(unit).UTC()
 		}
-		if err := set.Add(r); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}

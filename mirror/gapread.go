@@ -4,14 +4,12 @@ package mirror
 // recorded_at, from which a gap's age is measured.
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -113,74 +111,25 @@ func addSaturating(a, b uint64) uint64 {
 // recorded_at per partition, sorted by start.
 func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[TopicPartition][]row, error) {
 	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[TopicPartition][]row{}
-	if tbl.CurrentSnapshot() == nil {
-		return all, rows, nil
-	}
-	scan := tbl.Scan(table.WithSelectedFields(iceberg.ColSink, iceberg.ColTopic, iceberg.ColPartition,
-		iceberg.ColRangeStart, iceberg.ColRangeEnd, iceberg.ColRecordedAt))
-	_, records, err := scan.ToArrowRecords(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-	}
-	for rec, err := range records {
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-		}
-		err = addTimedRows(all, rows, rec)
-		rec.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, rs := range rows {
-		slices.SortFunc(rs, func(a, b row) int {
-			switch {
-			case a.start < b.start:
-				return -1
-			case a.start > b.start:
-				return 1
-			}
-			return 0
-		})
-	}
-	return all, rows, nil
-}
-
-func addTimedRows(all map[coverage.Destination]*coverage.RangeSet, rows map[TopicPartition][]row, rec arrow.RecordBatch) error {
-	col := func(name string) arrow.Array {
-		idx := rec.Schema().FieldIndices(name)
-		if len(idx) != 1 {
-			return nil
-		}
-		return rec.Column(idx[0])
-	}
-	sink, sinkOK := col(iceberg.ColSink).(*array.String)
-	topic, topicOK := col(iceberg.ColTopic).(*array.String)
-	partition, partOK := col(iceberg.ColPartition).(*array.Int32)
-	start, startOK := col(iceberg.ColRangeStart).(*array.Int64)
-	end, endOK := col(iceberg.ColRangeEnd).(*array.Int64)
-	at, atOK := col(iceberg.ColRecordedAt).(*array.Timestamp)
-	if !sinkOK || !topicOK || !partOK || !startOK || !endOK || !atOK {
-		return fmt.Errorf("%w: scan returned columns %s", iceberg.ErrIncompatibleTable, rec.Schema())
-	}
-	unit := at.DataType().(*arrow.TimestampType).Unit
-	for i := 0; i < int(rec.NumRows()); i++ {
-		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
-		s, e := start.Value(i), end.Value(i)
-		if s < 0 || e <= s {
-			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
-				coverage.ErrCorrupt, d, s, e)
-		}
+	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+		d := r.Destination
 		set := all[d]
 		if set == nil {
 			set = new(coverage.RangeSet)
 			all[d] = set
 		}
-		if err := set.Add(coverage.Range{Start: uint64(s), End: uint64(e)}); err != nil {
+		if err := set.Add(r.Range); err != nil {
 			return err
 		}
 		tp := TopicPartition{d.Topic, d.Partition}
-		rows[tp] = append(rows[tp], row{sink: d.Sink, start: uint64(s), end: uint64(e), at: at.Value(i).ToTime(unit)})
+		rows[tp] = append(rows[tp], row{sink: d.Sink, start: r.Range.Start, end: r.Range.End, at: r.RecordedAt})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	for _, rs := range rows {
+		slices.SortFunc(rs, func(a, b row) int { return cmp.Compare(a.start, b.start) })
+	}
+	return all, rows, nil
 }

@@ -10,8 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -171,23 +169,12 @@ type row struct {
 // destination when each batch was first covered, and the covered sets.
 func scanTimelines(ctx context.Context, tbl *table.Table) (map[coverage.Destination]timeline, map[coverage.Destination]*coverage.RangeSet, error) {
 	rows := map[coverage.Destination][]row{}
-	if tbl.CurrentSnapshot() != nil {
-		scan := tbl.Scan(table.WithSelectedFields(iceberg.ColSink, iceberg.ColTopic, iceberg.ColPartition,
-			iceberg.ColRangeStart, iceberg.ColRangeEnd, iceberg.ColRecordedAt))
-		_, records, err := scan.ToArrowRecords(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("covmap: %w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-		}
-		for rec, err := range records {
-			if err != nil {
-				return nil, nil, fmt.Errorf("covmap: %w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
-			}
-			err = addRows(rows, rec)
-			rec.Release()
-			if err != nil {
-				return nil, nil, err
-			}
-		}
+	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+		rows[r.Destination] = append(rows[r.Destination], row{r: r.Range, at: r.RecordedAt})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("covmap: %w", err)
 	}
 	timelines := make(map[coverage.Destination]timeline, len(rows))
 	covered := make(map[coverage.Destination]*coverage.RangeSet, len(rows))
@@ -211,36 +198,6 @@ func scanTimelines(ctx context.Context, tbl *table.Table) (map[coverage.Destinat
 		timelines[d], covered[d] = tl, set
 	}
 	return timelines, covered, nil
-}
-
-func addRows(out map[coverage.Destination][]row, rec arrow.RecordBatch) error {
-	col := func(name string) arrow.Array {
-		idx := rec.Schema().FieldIndices(name)
-		if len(idx) != 1 {
-			return nil
-		}
-		return rec.Column(idx[0])
-	}
-	sink, okS := col(iceberg.ColSink).(*array.String)
-	topic, okT := col(iceberg.ColTopic).(*array.String)
-	partition, okP := col(iceberg.ColPartition).(*array.Int32)
-	start, okA := col(iceberg.ColRangeStart).(*array.Int64)
-	end, okB := col(iceberg.ColRangeEnd).(*array.Int64)
-	at, okR := col(iceberg.ColRecordedAt).(*array.Timestamp)
-	if !(okS && okT && okP && okA && okB && okR) {
-		return fmt.Errorf("covmap: %w: scan returned columns %s", iceberg.ErrIncompatibleTable, rec.Schema())
-	}
-	unit := at.DataType().(*arrow.TimestampType).Unit
-	for i := range int(rec.NumRows()) {
-		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
-		s, e := start.Value(i), end.Value(i)
-		if s < 0 || e <= s {
-			return fmt.Errorf("covmap: %w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
-				coverage.ErrCorrupt, d, s, e)
-		}
-		out[d] = append(out[d], row{r: coverage.Range{Start: uint64(s), End: uint64(e)}, at: at.Value(i).ToTime(unit).UTC()})
-	}
-	return nil
 }
 
 // earliest is the earliest time any segment of tl overlapping r was first
