@@ -200,11 +200,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
 		sum.Checkpoints++
-		if b := cp.Batches(); sum.Batches+b >= sum.Batches {
-			sum.Batches += b
-		} else {
-			sum.Batches = ^uint64(0)
-		}
+		sum.Batches = addSaturating(sum.Batches, cp.Batches())
 		for _, dr := range cp.Ranges {
 			dests[dr.Destination] = struct{}{}
 		}
