@@ -50,6 +50,7 @@ simulate:
 fuzz:
 	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./local -run '^$$' -fuzz '^FuzzKeyEncoding$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./sidecar -run '^$$' -fuzz '^FuzzDecodeFastAgrees$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -3,6 +3,7 @@ package coverage
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Store keeps per-destination write coverage (the design's CoverageStore).
@@ -63,6 +64,57 @@ func WriteThenRecord(ctx context.Context, s Store, d Destination, r Range, write
 			return &again
 		}
 		return &Error{Op: "record after write", Destination: d, Range: r, Err: err}
+	}
+	return nil
+}
+
+// Entry is one range of one destination: the unit RecordAll takes.
+type Entry struct {
+	Destination Destination
+	Range       Range
+}
+
+// BatchRecorder is the optional capability of a Store to record many
+// entries under one lock and one write, as a Store's Record does for one.
+// Implementations validate every entry before recording any, so that bad
+// input changes nothing.
+type BatchRecorder interface {
+	// RecordBatch records entries in order. It returns how many leading
+	// entries are recorded (held by the store as Record would hold them)
+	// and, when that is not all of them or their write failed, an error
+	// saying why. As for Record, entries named by an error may or may not
+	// be recorded; either is safe, and recording them again is harmless.
+	RecordBatch(ctx context.Context, entries []Entry) (int, error)
+}
+
+// RecordAll records entries in s: in one call where s is a BatchRecorder,
+// one Record at a time otherwise. Every entry is validated first: an
+// invalid one fails the call with the entry's *Error and records nothing.
+// The count is how many leading entries are recorded; entries past it were
+// not (or, for the one an error names, may have been): retrying from it is
+// harmless.
+func RecordAll(ctx context.Context, s Store, entries []Entry) (int, error) {
+	if err := ValidateEntries(entries); err != nil {
+		return 0, err
+	}
+	if br, ok := s.(BatchRecorder); ok {
+		return br.RecordBatch(ctx, entries)
+	}
+	for i, e := range entries {
+		if err := s.Record(ctx, e.Destination, e.Range); err != nil {
+			return i, err
+		}
+	}
+	return len(entries), nil
+}
+
+// ValidateEntries checks every entry as Record would, and returns the
+// first invalid one's error, naming its index.
+func ValidateEntries(entries []Entry) error {
+	for i, e := range entries {
+		if err := ValidateRecord(e.Destination, e.Range); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
 	}
 	return nil
 }

@@ -206,12 +206,23 @@ func runFaults(t *testing.T, seed uint64, syncOn bool, steps int) {
 	for step := range steps {
 		switch x := r.IntN(100); {
 		case x < 60:
-			d := dests[r.IntN(len(dests))]
-			start := uint64(r.IntN(400))
-			rg := coverage.Range{Start: start, End: start + 1 + uint64(r.IntN(5))}
-			add(m.attempted, d, rg)
-			if err := s.Record(ctx, d, rg); err == nil {
-				add(m.recorded, d, rg)
+			// One Record, or a RecordBatch of up to 8 entries.
+			entries := make([]coverage.Entry, 1+r.IntN(8)*r.IntN(2))
+			for i := range entries {
+				start := uint64(r.IntN(400))
+				entries[i] = coverage.Entry{Destination: dests[r.IntN(len(dests))], Range: coverage.Range{Start: start, End: start + 1 + uint64(r.IntN(5))}}
+				add(m.attempted, entries[i].Destination, entries[i].Range)
+			}
+			var err error
+			if len(entries) == 1 {
+				err = s.Record(ctx, entries[0].Destination, entries[0].Range)
+			} else {
+				_, err = s.RecordBatch(ctx, entries)
+			}
+			if err == nil {
+				for _, e := range entries {
+					add(m.recorded, e.Destination, e.Range)
+				}
 			} else if s.health.failed() == nil && !errors.Is(err, coverage.ErrUnavailable) {
 				t.Fatalf("step %d: record: %v", step, err)
 			}

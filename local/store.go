@@ -126,7 +126,9 @@ func open(opts Options) (*Store, error) {
 			// replayed WAL starts during Open and that a failed Open does
 			// not stop: it would read tables through the closed file cache.
 			// They only tune how soon tombstones are compacted away.
-			DisableTableStats: true,
+			DisableTableStats:           true,
+			MemTableSize:                uint64(opts.MemTableBytes),
+			MemTableStopWritesThreshold: 4,
 		}
 		// Compactions wait until the store opened (scheduler.go).
 		popts.Experimental.CompactionScheduler = gate
@@ -177,12 +179,62 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return coverage.NewError("record", d, r, coverage.ErrClosed)
-	}
-	if err := s.health.failed(); err != nil {
+	if err := s.recordableLocked(); err != nil {
 		return coverage.NewError("record", d, r, err)
 	}
+	now := s.opts.Now()
+	if err := s.recordLocked(d, r, now); err != nil {
+		return err
+	}
+	// An error here leaves r covered and staged (true: the sink acked it)
+	// and tells the caller it is not persisted yet.
+	return coverage.NewError("record", d, r, s.maybeFlushLocked(now))
+}
+
+// RecordBatch implements coverage.BatchRecorder: every entry is validated,
+// then all are merged under one lock and staged for one write, so that a
+// request of many records costs one lock and at most one commit.
+func (s *Store) RecordBatch(ctx context.Context, entries []coverage.Entry) (int, error) {
+	if err := coverage.ValidateEntries(entries); err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	first := entries[0]
+	if err := ctx.Err(); err != nil {
+		return 0, coverage.NewError("record", first.Destination, first.Range, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.recordableLocked(); err != nil {
+		return 0, coverage.NewError("record", first.Destination, first.Range, err)
+	}
+	now := s.opts.Now()
+	for i, e := range entries {
+		if err := s.recordLocked(e.Destination, e.Range, now); err != nil {
+			return i, err
+		}
+	}
+	if err := s.maybeFlushLocked(now); err != nil {
+		// Every entry is covered and staged, as for Record; only the write
+		// failed.
+		last := entries[len(entries)-1]
+		return len(entries), coverage.NewError("record", last.Destination, last.Range, err)
+	}
+	return len(entries), nil
+}
+
+// recordableLocked says why the store takes no records, if it does not.
+func (s *Store) recordableLocked() error {
+	if s.closed {
+		return coverage.ErrClosed
+	}
+	return s.health.failed()
+}
+
+// recordLocked merges r into d's coverage and stages the keys that change.
+func (s *Store) recordLocked(d coverage.Destination, r coverage.Range, now time.Time) error {
 	st := s.dests[d]
 	if st == nil {
 		st = &destState{}
@@ -200,7 +252,6 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	for _, f := range s.freshBuf {
 		st.pending.add(f)
 	}
-	now := s.opts.Now()
 	for _, old := range m.Replaced {
 		if old.Start != m.Merged.Start {
 			s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, old.Start)
@@ -209,20 +260,15 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	}
 	s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, m.Merged.Start)
 	s.stageLocked(d, s.keyBuf, encodeUint64(m.Merged.End), now)
-	startsPending := st.pendingSince.IsZero()
-	if startsPending {
+	if st.pendingSince.IsZero() {
 		s.keyBuf = destinationPrefix(s.keyBuf[:0], kindPendingSince, d)
 		s.stageLocked(d, s.keyBuf, encodeUint64(uint64(now.UnixNano())), now)
-	}
-	if startsPending {
 		st.pendingSince = now
 	}
 	if s.ckpt.inFlight != nil && st.recordedSinceBegin.IsZero() {
 		st.recordedSinceBegin = now
 	}
-	// An error here leaves r covered and staged (true: the sink acked it)
-	// and tells the caller it is not persisted yet.
-	return coverage.NewError("record", d, r, s.maybeFlushLocked(now))
+	return nil
 }
 
 // Covered implements coverage.Store.

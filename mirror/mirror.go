@@ -115,6 +115,16 @@ func (m *Mirror) Record(ctx context.Context, d coverage.Destination, r coverage.
 	return nil
 }
 
+// RecordBatch records entries in the local tier under one lock and one
+// write (coverage.BatchRecorder): the path for a request of many records.
+// Every entry is validated before any is recorded. As for Record, call it
+// only after the sink's durable acknowledgement of every entry.
+func (m *Mirror) RecordBatch(ctx context.Context, entries []coverage.Entry) (int, error) {
+	n, err := coverage.RecordAll(ctx, m.opts.Local, entries)
+	m.stats.records.Add(uint64(n))
+	return n, err
+}
+
 // Covered returns this pod's local view of d's coverage. Other nodes never
 // read it: a rebalancing owner uses Resume, recovery uses Plan.
 func (m *Mirror) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {

@@ -18,13 +18,6 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 )
 
-// Record is one entry of POST /v1/records: a range a sink has durably
-// acknowledged.
-type Record struct {
-	Destination coverage.Destination
-	Range       coverage.Range
-}
-
 // wireRecord is an entry as sent. Numbers stay json.Number so that a
 // partition past int32, a negative or fractional number or one past uint64
 // are named as such, never wrapped or truncated.
@@ -56,16 +49,23 @@ func (e *entryError) Error() string {
 // 2147483647, start and end unsigned 64-bit integers with end at most
 // coverage.MaxBatchEnd, and coverage.ValidateRecord. The first invalid
 // entry fails the whole body: all or nothing.
-func DecodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
-	tr := &trackedReader{r: body}
-	recs, err := decodeRecords(tr, ndjson)
-	if err != nil && tr.err != nil {
-		return nil, readError(tr.err)
+//
+// The body is read whole first, so that a body cut short or timed out is
+// blamed on the transport, never on the entry being read then. The plain
+// form is decoded in one pass (decodeFast); anything else by
+// encoding/json, whose errors name the entry and the rule.
+func DecodeRecords(body io.Reader, ndjson bool) ([]coverage.Entry, error) {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return nil, readError(err)
 	}
-	return recs, err
+	if recs, ok := decodeFast(raw, ndjson); ok {
+		return recs, nil
+	}
+	return decodeRecords(bytes.NewReader(raw), ndjson)
 }
 
-func decodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
+func decodeRecords(body io.Reader, ndjson bool) ([]coverage.Entry, error) {
 	dec := json.NewDecoder(body)
 	dec.UseNumber()
 	var raws []json.RawMessage
@@ -92,7 +92,7 @@ func decodeRecords(body io.Reader, ndjson bool) ([]Record, error) {
 			return nil, &entryError{entry: -1, rule: "json", err: errors.New("the body has more after the JSON array: send one array, or NDJSON with Content-Type application/x-ndjson")}
 		}
 	}
-	out := make([]Record, len(raws))
+	out := make([]coverage.Entry, len(raws))
 	for i, raw := range raws {
 		rec, err := decodeRecord(raw)
 		if err != nil {
@@ -119,7 +119,7 @@ func bodyError(entry int, err error) error {
 	return &entryError{entry: -1, rule: "json", err: fmt.Errorf("the body is not JSON: %w", err)}
 }
 
-func decodeRecord(raw json.RawMessage) (Record, *entryError) {
+func decodeRecord(raw json.RawMessage) (coverage.Entry, *entryError) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -128,51 +128,51 @@ func decodeRecord(raw json.RawMessage) (Record, *entryError) {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te) && te.Field == "":
-			return Record{}, &entryError{rule: "type", err: fmt.Errorf("an entry is an object {\"sink\",\"topic\",\"partition\",\"start\",\"end\"}, not a JSON %s", te.Value)}
+			return coverage.Entry{}, &entryError{rule: "type", err: fmt.Errorf("an entry is an object {\"sink\",\"topic\",\"partition\",\"start\",\"end\"}, not a JSON %s", te.Value)}
 		case errors.As(err, &te):
-			return Record{}, &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON %s; want a %s", te.Field, te.Value, wantType(te.Field))}
+			return coverage.Entry{}, &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON %s; want a %s", te.Field, te.Value, wantType(te.Field))}
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return Record{}, &entryError{rule: "unknown-field", err: fmt.Errorf("%s: the fields are sink, topic, partition, start and end", strings.TrimPrefix(err.Error(), "json: "))}
+			return coverage.Entry{}, &entryError{rule: "unknown-field", err: fmt.Errorf("%s: the fields are sink, topic, partition, start and end", strings.TrimPrefix(err.Error(), "json: "))}
 		}
-		return Record{}, &entryError{rule: "json", err: err}
+		return coverage.Entry{}, &entryError{rule: "json", err: err}
 	}
 	if ferr := checkFields(raw, recordFields); ferr != nil {
-		return Record{}, ferr
+		return coverage.Entry{}, ferr
 	}
 	switch {
 	case w.Sink == nil:
-		return Record{}, missing("sink")
+		return coverage.Entry{}, missing("sink")
 	case w.Topic == nil:
-		return Record{}, missing("topic")
+		return coverage.Entry{}, missing("topic")
 	case w.Partition == nil:
-		return Record{}, missing("partition")
+		return coverage.Entry{}, missing("partition")
 	case w.Start == nil:
-		return Record{}, missing("start")
+		return coverage.Entry{}, missing("start")
 	case w.End == nil:
-		return Record{}, missing("end")
+		return coverage.Entry{}, missing("end")
 	}
 	part, err := parsePartition(w.Partition.String())
 	if err != nil {
-		return Record{}, &entryError{rule: "partition", err: err}
+		return coverage.Entry{}, &entryError{rule: "partition", err: err}
 	}
 	start, perr := parseBatch("start", *w.Start)
 	if perr != nil {
-		return Record{}, perr
+		return coverage.Entry{}, perr
 	}
 	end, perr := parseBatch("end", *w.End)
 	if perr != nil {
-		return Record{}, perr
+		return coverage.Entry{}, perr
 	}
-	rec := Record{Destination: coverage.Destination{Sink: *w.Sink, Topic: *w.Topic, Partition: part}, Range: coverage.Range{Start: start, End: end}}
+	rec := coverage.Entry{Destination: coverage.Destination{Sink: *w.Sink, Topic: *w.Topic, Partition: part}, Range: coverage.Range{Start: start, End: end}}
 	if end > coverage.MaxBatchEnd {
-		return Record{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
+		return coverage.Entry{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
 	}
 	if verr := coverage.ValidateRecord(rec.Destination, rec.Range); verr != nil {
 		rule := "invalid-range"
 		if errors.Is(verr, coverage.ErrInvalidDestination) {
 			rule = "invalid-destination"
 		}
-		return Record{}, &entryError{rule: rule, err: verr}
+		return coverage.Entry{}, &entryError{rule: rule, err: verr}
 	}
 	return rec, nil
 }
@@ -361,25 +361,42 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 	// Not cancelled with the request: a client gone midway would otherwise
 	// leave a batch half recorded for no reason.
 	ctx := context.WithoutCancel(r.Context())
-	for i, rec := range recs {
-		if err := s.opts.Mirror.Record(ctx, rec.Destination, rec.Range); err != nil {
-			s.counters.records.WithLabelValues(routeRecords).Add(float64(i))
-			code := http.StatusInternalServerError
-			if errors.Is(err, coverage.ErrUnavailable) || errors.Is(err, coverage.ErrClosed) || errors.Is(err, coverage.ErrCorrupt) {
-				code = http.StatusServiceUnavailable
-			}
-			n := i
-			done := "none are recorded"
-			if i > 0 {
-				done = fmt.Sprintf("entries 0 to %d are recorded", i-1)
-			}
-			s.fail(w, r, code, apiError{
-				Error: fmt.Sprintf("entry %d: %v; %s, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, done, i, i, i),
-				Entry: &n, Rule: "local-tier", Recorded: &n,
-			})
-			return
-		}
+	if i, err := s.opts.Mirror.RecordBatch(ctx, recs); err != nil {
+		s.failRecording(w, r, recs, i, err)
+		return
 	}
 	s.counters.records.WithLabelValues(routeRecords).Add(float64(len(recs)))
 	writeJSON(w, http.StatusOK, recordsResult{Recorded: len(recs)})
+}
+
+// failRecording answers a request whose entries from i on were not
+// recorded because the local tier failed (i == len(recs): all are held in
+// memory and their write failed). Retrying from entry Recorded is always
+// harmless: coverage is a union.
+func (s *Server) failRecording(w http.ResponseWriter, r *http.Request, recs []coverage.Entry, i int, err error) {
+	code := http.StatusInternalServerError
+	if errors.Is(err, coverage.ErrUnavailable) || errors.Is(err, coverage.ErrClosed) || errors.Is(err, coverage.ErrCorrupt) {
+		code = http.StatusServiceUnavailable
+	}
+	if i < len(recs) {
+		s.counters.records.WithLabelValues(routeRecords).Add(float64(i))
+	}
+	if i >= len(recs) {
+		// Held in memory, not yet written: say none are recorded, so that
+		// the caller retries them all (a lag, never a lead).
+		zero := 0
+		s.fail(w, r, code, apiError{
+			Error: fmt.Sprintf("%v; all %d entries are held in memory but not written to the local tier's disk: retry the request once the local tier is back", err, len(recs)),
+			Rule:  "local-tier", Recorded: &zero,
+		})
+		return
+	}
+	done := "none are recorded"
+	if i > 0 {
+		done = fmt.Sprintf("entries 0 to %d are recorded", i-1)
+	}
+	s.fail(w, r, code, apiError{
+		Error: fmt.Sprintf("entry %d: %v; %s, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, done, i, i, i),
+		Entry: &i, Rule: "local-tier", Recorded: &i,
+	})
 }

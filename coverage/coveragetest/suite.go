@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ConcurrentOwnersUnion", func(t *testing.T) { testConcurrentOwners(t, h) })
 	t.Run("ConcurrentReadersAndWriters", func(t *testing.T) { testConcurrentReaders(t, h) })
 	t.Run("NeverCloseUnverifiedGap", func(t *testing.T) { testRandomAgainstModel(t, h) })
+	t.Run("RecordAllAgainstModel", func(t *testing.T) { testRecordAllAgainstModel(t, h) })
 	t.Run("BadInputChangesNothing", func(t *testing.T) { testBadInput(t, h) })
 	t.Run("Destinations", func(t *testing.T) { testDestinations(t, h) })
 	t.Run("CoveredIsIndependent", func(t *testing.T) { testCoveredIsIndependent(t, h) })

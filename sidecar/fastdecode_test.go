@@ -1,0 +1,83 @@
+package sidecar
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+// fastSeeds are bodies of every shape the fast path takes or must refuse.
+var fastSeeds = []string{
+	`[]`, ` [ ] `, `null`, `[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":3,"start":10,"end":20},{"sink":"lake","topic":"orders","partition":3,"start":30,"end":40}]`,
+	"[ {\"end\": 9 ,\"start\":\t8, \"partition\" :2147483647,\"topic\":\"t\",\"sink\":\"s\"} ]\n",
+	`[{"sink":"lake","topic":"orders","partition":2147483648,"start":1,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":9223372036854775808}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":18446744073709551616}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":01,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2.0}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2e0}]`,
+	`[{"sink":"lake","topic":"orders","partition":-0,"start":1,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":2,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2,"end":3}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"END":2}]`,
+	`[{"sink":"la\u006be","topic":"orders","partition":0,"start":1,"end":2}]`,
+	"[{\"sink\":\"l\xffke\",\"topic\":\"orders\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"l\x01ke\",\"topic\":\"orders\",\"partition\":0,\"start\":1,\"end\":2}]",
+	`[{"sink":"","topic":"orders","partition":0,"start":1,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":"0","start":1,"end":2}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1}]`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2}] x`,
+	`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2},]`,
+	"{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}\n{\"sink\":\"a\",\"topic\":\"t\",\"partition\":1,\"start\":1,\"end\":2}\n",
+	"{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}{\"sink\":\"b\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}",
+}
+
+// FuzzDecodeFastAgrees: whatever the one-pass decoder accepts, the full
+// decoder accepts with the same entries, as an array and as NDJSON. (Where
+// the fast path declines, the full decoder alone decides.)
+func FuzzDecodeFastAgrees(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
+		fast, ok := decodeFast(body, ndjson)
+		if !ok {
+			return
+		}
+		full, err := decodeRecords(bytes.NewReader(body), ndjson)
+		if err != nil {
+			t.Fatalf("the fast path accepted %q (ndjson %v) as %v, the full decoder refuses it: %v", body, ndjson, fast, err)
+		}
+		if len(full) == 0 && len(fast) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(fast, full) {
+			t.Fatalf("%q (ndjson %v): fast %v, full %v", body, ndjson, fast, full)
+		}
+	})
+}
+
+// TestDecodeFastTakesThePlainForm: the bodies clients send (the Python
+// client's, the benchmark's) take the fast path, so it is not dead code.
+func TestDecodeFastTakesThePlainForm(t *testing.T) {
+	for _, body := range [][]byte{benchBody(1, 7), []byte(fastSeeds[3]), []byte(fastSeeds[4]), []byte(fastSeeds[5])} {
+		recs, ok := decodeFast(body, false)
+		if !ok {
+			t.Fatalf("the fast path declined %q", body)
+		}
+		full, err := decodeRecords(bytes.NewReader(body), false)
+		if err != nil || !reflect.DeepEqual(recs, full) {
+			t.Fatalf("%q: fast %v, full %v (%v)", body, recs, full, err)
+		}
+	}
+	for _, body := range fastSeeds[6:22] {
+		if recs, ok := decodeFast([]byte(body), false); ok {
+			t.Fatalf("the fast path accepted %q as %v; the full decoder must decide it", body, recs)
+		}
+	}
+	if recs, ok := decodeFast([]byte(fastSeeds[len(fastSeeds)-2]), true); !ok || len(recs) != 2 {
+		t.Fatalf("NDJSON: %v, %v", recs, ok)
+	}
+}
