@@ -11,38 +11,11 @@ import (
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Commit is one append to the coverage table: the ranges of one checkpoint.
-type Commit struct {
-	// Name is the checkpoint's unique name; a commit of unknown outcome is
-	// looked for by it before it is tried again.
-	Name string
-	// Writer names the pod or job that writes it.
-	Writer string
-	// Ranges are the covered ranges, per destination.
-	Ranges []coverage.DestinationRanges
-	// MayHaveLanded says an earlier attempt of this commit may have landed
-	// (its outcome was unknown, or its process stopped): the table is then
-	// searched for Name before anything is written.
-	MayHaveLanded bool
-}
-
-// Validate reports a commit the table cannot hold.
-func (c *Commit) Validate() error {
-	if c.Name == "" || c.Writer == "" {
-		return fmt.Errorf("iceberg: a commit needs a checkpoint name and a writer (got %q, %q)", c.Name, c.Writer)
-	}
-	for _, dr := range c.Ranges {
-		for _, r := range dr.Ranges {
-			if err := coverage.ValidateRecord(dr.Destination, r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+type Commit = durable.Checkpoint
 
 // Append writes the commit's rows as data files once, verifies them (each
 // sink's partition holds exactly its rows; every file is there with its
@@ -60,18 +33,10 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	st := stamp{name: c.Name, writer: c.Writer, payload: digest("append", c.Writer, c.Ranges, c.rows())}
+	st := stamp{name: c.Name, writer: c.Writer, payload: durable.Digest("append", c.Writer, c.Ranges, c.Rows())}
 	return t.appendRows(ctx, st, c.MayHaveLanded, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
-}
-
-func (c *Commit) rows() int64 {
-	n := 0
-	for _, dr := range c.Ranges {
-		n += len(dr.Ranges)
-	}
-	return int64(n)
 }
 
 // appendRows is Append for any rows: build lays them out in the table's

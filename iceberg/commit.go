@@ -2,15 +2,11 @@ package iceberg
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	iofs "io/fs"
 	"iter"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -58,41 +54,6 @@ func lookup(tbl *table.Table, s stamp) (bool, error) {
 		return true, nil
 	}
 	return false, nil
-}
-
-// digest is the payload of a commit of ranges: kind, writer, each
-// destination's ranges in canonical order, and the row count.
-func digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64) string {
-	h := sha256.New()
-	str := func(s string) { _ = binary.Write(h, binary.BigEndian, uint64(len(s))); h.Write([]byte(s)) }
-	num := func(n uint64) { _ = binary.Write(h, binary.BigEndian, n) }
-	str(kind)
-	str(writer)
-	merged := map[coverage.Destination]*coverage.RangeSet{}
-	var dests []coverage.Destination
-	for _, dr := range ranges {
-		set := merged[dr.Destination]
-		if set == nil {
-			set = new(coverage.RangeSet)
-			merged[dr.Destination] = set
-			dests = append(dests, dr.Destination)
-		}
-		for _, r := range dr.Ranges {
-			_ = set.Add(r) // validated before; a bad range only changes the digest
-		}
-	}
-	slices.SortFunc(dests, coverage.Destination.Compare)
-	for _, d := range dests {
-		str(d.Sink)
-		str(d.Topic)
-		num(uint64(uint32(d.Partition)))
-		for _, r := range merged[d].Ranges() {
-			num(r.Start)
-			num(r.End)
-		}
-	}
-	num(uint64(rows))
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // commitLoop is how every commit of this package lands: data files are

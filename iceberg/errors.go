@@ -1,6 +1,10 @@
 package iceberg
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/covmirror/covmirror/durable"
+)
 
 var (
 	// ErrIncompatibleTable: the named table exists with a schema covmirror
@@ -20,10 +24,8 @@ var (
 	ErrDeleteFiles = errors.New("snapshot has delete files")
 
 	// ErrNameReused: a writer committed a name it had already committed
-	// with another payload (other destinations, ranges or rows). A name is
-	// an idempotency key bound to what it wrote: nothing was committed;
-	// give every distinct write its own name.
-	ErrNameReused = errors.New("name already committed with another payload")
+	// with another payload (durable.ErrNameReused).
+	ErrNameReused = durable.ErrNameReused
 
 	// ErrUnverifiedWrite: the data files written for a commit do not hold
 	// the rows built for it (a partition's file missing or short, a file

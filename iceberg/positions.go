@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // PositionsTableName is the default name of the positions table, beside the
@@ -86,7 +87,7 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 			fmt.Errorf("%w: batch %d does not fit the table's long column", coverage.ErrInvalidPosition, pos.Batch))
 	}
 	name := p.writer + "/position/" + rand.Text() // fresh: never looked up
-	st := stamp{name: name, writer: p.writer, payload: digest("position", p.writer, nil, 1)}
+	st := stamp{name: name, writer: p.writer, payload: durable.Digest("position", p.writer, nil, 1)}
 	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return positionRecord(schema, pos, p.writer, time.Now())
 	})

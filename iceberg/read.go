@@ -11,17 +11,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Filter selects rows of the coverage table; empty fields match everything.
 // A sink filter prunes the other sinks' files through the partition spec.
-type Filter struct {
-	Sink      string
-	Topic     string
-	Partition *int32
-}
+type Filter = durable.Filter
 
-func (f Filter) expr() ice.BooleanExpression {
+// filterExpr is f as a row filter.
+func filterExpr(f Filter) ice.BooleanExpression {
 	var e ice.BooleanExpression = ice.AlwaysTrue{}
 	if f.Sink != "" {
 		// The key prunes files by partition; the name picks the rows (a
@@ -85,7 +83,7 @@ func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, 
 	if recordedAt {
 		fields = append(fields, ColRecordedAt)
 	}
-	scan := tbl.Scan(table.WithRowFilter(f.expr()), table.WithSelectedFields(fields...))
+	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(fields...))
 	_, records, err := scan.ToArrowRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/durable"
 )
 
 // ErrInputsGone: a rewrite's input files were removed by a concurrent
@@ -35,7 +37,7 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 	if err != nil {
 		return nil, err
 	}
-	st := stamp{name: c.Name, writer: c.Writer, payload: digest("rewrite", c.Writer, c.Ranges, c.rows())}
+	st := stamp{name: c.Name, writer: c.Writer, payload: durable.Digest("rewrite", c.Writer, c.Ranges, c.Rows())}
 	tbl := base
 	err = t.run(ctx, commitLoop{
 		what:    fmt.Sprintf("rewrite %s of %s", c.Name, t.Name()),

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Snapshot summary properties every covmirror commit sets.
@@ -201,3 +202,6 @@ func (t *Table) Landed(ctx context.Context, writer, checkpoint string) (bool, er
 	}
 	return false, nil
 }
+
+// The coverage table is a durable tier.
+var _ durable.Tier = (*Table)(nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // ErrNoMultiTableTransactions: the catalog cannot commit to two tables at
@@ -64,7 +65,7 @@ func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destinati
 	}
 	ranges := []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}
 	st := stamp{name: name, writer: s.Writer,
-		payload: digest("tablesink "+strings.Join(s.Sink, "."), s.Writer, ranges, rows.NumRows())}
+		payload: durable.Digest("tablesink "+strings.Join(s.Sink, "."), s.Writer, ranges, rows.NumRows())}
 	if _, ok := s.Coverage.cat.(catalog.TransactionalCatalog); !ok {
 		if s.Fallback == nil {
 			return fmt.Errorf("iceberg: sink %s: %w, and no fallback store is set", strings.Join(s.Sink, "."), ErrNoMultiTableTransactions)

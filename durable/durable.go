@@ -1,0 +1,140 @@
+package durable
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// Tier is a durable tier: where checkpoints land and where a rebalancing
+// owner, the recovery planner and the queries read committed coverage.
+// Implementations are safe for concurrent use by many processes.
+type Tier interface {
+	// Name names the tier in logs and errors: a table or a URL.
+	Name() string
+
+	// Append commits the checkpoint's ranges, so that every later Coverage
+	// includes them. It returns nil only once they are durable; an error
+	// means they may or may not be. With MayHaveLanded set, an earlier
+	// attempt may have landed, and the tier looks for it (as Landed does)
+	// before it writes. The same writer and name with other ranges is
+	// ErrNameReused, and nothing is written.
+	Append(ctx context.Context, c Checkpoint) error
+
+	// Coverage returns the committed coverage of every destination the
+	// filter selects, each merged over every append.
+	Coverage(ctx context.Context, f Filter) (map[coverage.Destination]*coverage.RangeSet, error)
+
+	// Landed reports whether writer's checkpoint of that name was
+	// committed: the check after an append of unknown outcome. Another
+	// writer's checkpoint of the same name is not this one. A tier that
+	// keeps a bounded history of names documents the bound; past it Landed
+	// may answer false, which costs a duplicate append (harmless: a union).
+	Landed(ctx context.Context, writer, name string) (bool, error)
+}
+
+// Checkpoint is one append: the ranges of one checkpoint of one writer.
+type Checkpoint struct {
+	// Name is the checkpoint's unique name; an append of unknown outcome
+	// is looked for by it before it is tried again.
+	Name string
+	// Writer names the pod or job that writes it.
+	Writer string
+	// Ranges are the covered ranges, per destination.
+	Ranges []coverage.DestinationRanges
+	// MayHaveLanded says an earlier attempt of this checkpoint may have
+	// landed (its outcome was unknown, or its process stopped): the tier
+	// is searched for Name before anything is written.
+	MayHaveLanded bool
+}
+
+// Validate reports a checkpoint no tier can hold: a missing name or
+// writer, or a range Record would refuse.
+func (c *Checkpoint) Validate() error {
+	if c.Name == "" || c.Writer == "" {
+		return fmt.Errorf("%w: a checkpoint needs a name and a writer (got %q, %q)", ErrInvalidCheckpoint, c.Name, c.Writer)
+	}
+	for _, dr := range c.Ranges {
+		for _, r := range dr.Ranges {
+			if err := coverage.ValidateRecord(dr.Destination, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Rows is how many ranges the checkpoint carries.
+func (c *Checkpoint) Rows() int64 {
+	n := 0
+	for _, dr := range c.Ranges {
+		n += len(dr.Ranges)
+	}
+	return int64(n)
+}
+
+// Filter selects destinations; empty fields match everything.
+type Filter struct {
+	Sink      string
+	Topic     string
+	Partition *int32
+}
+
+// Match reports whether the filter selects d.
+func (f Filter) Match(d coverage.Destination) bool {
+	return (f.Sink == "" || f.Sink == d.Sink) && (f.Topic == "" || f.Topic == d.Topic) &&
+		(f.Partition == nil || *f.Partition == d.Partition)
+}
+
+var (
+	// ErrNameReused: a writer appended a name it had already appended with
+	// other ranges. A name is an idempotency key bound to what it wrote:
+	// nothing was written; give every distinct checkpoint its own name.
+	ErrNameReused = errors.New("name already committed with another payload")
+
+	// ErrInvalidCheckpoint: a checkpoint without a name or a writer.
+	ErrInvalidCheckpoint = errors.New("invalid checkpoint")
+)
+
+// Digest is the payload digest a tier binds a checkpoint's name to: kind
+// (what wrote it: "append", a backend's own kinds), writer, each
+// destination's ranges merged and in canonical order, and the row count.
+// Two checkpoints with the same name and digest carry the same coverage.
+func Digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64) string {
+	h := sha256.New()
+	str := func(s string) { _ = binary.Write(h, binary.BigEndian, uint64(len(s))); h.Write([]byte(s)) }
+	num := func(n uint64) { _ = binary.Write(h, binary.BigEndian, n) }
+	str(kind)
+	str(writer)
+	merged := map[coverage.Destination]*coverage.RangeSet{}
+	var dests []coverage.Destination
+	for _, dr := range ranges {
+		set := merged[dr.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			merged[dr.Destination] = set
+			dests = append(dests, dr.Destination)
+		}
+		for _, r := range dr.Ranges {
+			_ = set.Add(r) // validated before; a bad range only changes the digest
+		}
+	}
+	slices.SortFunc(dests, coverage.Destination.Compare)
+	for _, d := range dests {
+		str(d.Sink)
+		str(d.Topic)
+		num(uint64(uint32(d.Partition)))
+		for _, r := range merged[d].Ranges() {
+			num(r.Start)
+			num(r.End)
+		}
+	}
+	num(uint64(rows))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
