@@ -4,7 +4,7 @@ import (
 	"context"
 	"math"
 
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Gap is one committed gap in the JSON shape `covmirror gaps --json` and the
@@ -32,7 +32,7 @@ type GapsFilter struct {
 // reference) and every other sink's gaps against the reference, ordered by
 // sink, topic, partition and start, then filtered. A reference without rows
 // in a table that has rows is a *NoReferenceError, as in Plan.
-func CommittedGaps(ctx context.Context, t *iceberg.Table, f GapsFilter) ([]Gap, error) {
+func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
 	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 )
@@ -17,8 +18,10 @@ import (
 type Options struct {
 	// Local is the pod-local tier. Required; the Mirror closes it on Close.
 	Local *local.Store
-	// Durable is the coverage table in raw's catalog. Required.
-	Durable *iceberg.Table
+	// Durable is the durable tier checkpoints land in: the coverage table
+	// in raw's catalog (iceberg.Open), a sink object per sink
+	// (object.Open), or another durable.Tier. Required.
+	Durable durable.Tier
 	// Writer names this pod in the table's rows and snapshot summaries.
 	// Required: a pod name, a hostname.
 	Writer string
@@ -69,7 +72,7 @@ func (o *Options) Validate() error {
 	case o.Local == nil:
 		return errors.New("mirror: Options.Local is nil: open the pod-local tier with local.Open")
 	case o.Durable == nil:
-		return errors.New("mirror: Options.Durable is nil: open the coverage table with iceberg.Open")
+		return errors.New("mirror: Options.Durable is nil: open the durable tier (iceberg.Open, object.Open)")
 	case o.Writer == "":
 		return errors.New("mirror: Options.Writer is empty: name this pod (its hostname, say)")
 	case o.Interval < 0 || o.MaxBackoff < 0:
@@ -225,10 +228,21 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 	}
 }
 
-// expire runs snapshot expiry; a failure is only logged, since the
-// checkpoint itself landed and the next expiry covers the same snapshots.
+// snapshotExpirer is the optional capability of a tier that accumulates
+// snapshots (the coverage table) to expire them.
+type snapshotExpirer interface {
+	ExpireSnapshots(ctx context.Context, o iceberg.ExpireOptions) (int, error)
+}
+
+// expire runs snapshot expiry where the tier has snapshots; a failure is
+// only logged, since the checkpoint itself landed and the next expiry
+// covers the same snapshots.
 func (m *Mirror) expire(ctx context.Context) {
-	expired, err := m.opts.Durable.ExpireSnapshots(ctx, m.opts.Expire)
+	se, ok := m.opts.Durable.(snapshotExpirer)
+	if !ok {
+		return
+	}
+	expired, err := se.ExpireSnapshots(ctx, m.opts.Expire)
 	if err != nil {
 		m.opts.Logger.Warn("snapshot expiry failed; it is retried after the next checkpoints", "table", m.opts.Durable.Name(), "err", err)
 		return

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -93,7 +94,7 @@ type ResumeOptions struct {
 // SourceAckedEnd known, from SourceStart up to SourceAckedEnd too. Then one
 // assignment (Kind replay) per other sink of Sinks, in order, against the
 // reference's coverage extended by its holes below SourceAckedEnd.
-func Resume(ctx context.Context, t *iceberg.Table, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
+func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	if opts.Reference == "" {
 		opts.Reference = coverage.RawSink
 	}
@@ -199,7 +200,7 @@ type PlanOptions struct {
 // ErrNoReference (a misspelled reference would otherwise plan nothing, or
 // report every partition as a hole in it). It
 // needs no lease: a single worker is the only claimant.
-func Plan(ctx context.Context, t *iceberg.Table, opts PlanOptions) ([]Task, error) {
+func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error) {
 	if opts.Reference == "" {
 		opts.Reference = coverage.RawSink
 	}

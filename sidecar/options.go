@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -21,9 +21,9 @@ type Options struct {
 	// Local is the Mirror's local tier, served as GET /v1/coverage.
 	// Required.
 	Local *local.Store
-	// Durable is the coverage table: GET /v1/gaps and the raw coverage
+	// Durable is the durable tier: GET /v1/gaps and the raw coverage
 	// positions are resolved against. Required.
-	Durable *iceberg.Table
+	Durable durable.Tier
 	// Positions is the durable position store GET /v1/positions reads.
 	// Zero value: none; then no source may be declared stored.
 	Positions coverage.PositionStore
@@ -88,7 +88,7 @@ func (o *Options) Validate() error {
 	case o.Local == nil:
 		return errors.New("sidecar: Options.Local is nil: pass the Mirror's local tier")
 	case o.Durable == nil:
-		return errors.New("sidecar: Options.Durable is nil: open the coverage table with iceberg.Open")
+		return errors.New("sidecar: Options.Durable is nil: open the durable tier (iceberg.Open, object.Open)")
 	case o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ReadHeaderTimeout < 0 || o.IdleTimeout < 0:
 		return errors.New("sidecar: Options.MaxBodyBytes and the timeouts must not be negative")
 	}
