@@ -1,0 +1,142 @@
+package mirror
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	ice "github.com/apache/iceberg-go"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/iceberg"
+)
+
+// ReplicateOptions configures Replicate.
+type ReplicateOptions struct {
+	// Writer names the replicating process in the table's snapshot
+	// summaries. Required.
+	Writer string
+	// Logger receives a line per sink replaced. Zero value: discard.
+	Logger *slog.Logger
+}
+
+// ReplicateResult counts what Replicate did.
+type ReplicateResult struct {
+	Sinks     int `json:"sinks"`     // sinks in the primary
+	Replaced  int `json:"replaced"`  // sinks whose rows in the table were replaced
+	Unchanged int `json:"unchanged"` // sinks the table already mirrored exactly
+	Raced     int `json:"raced"`     // sinks skipped: a compaction replaced their files meanwhile
+	Extra     int `json:"extra"`     // sinks the table has and the primary has not, left as they are
+}
+
+// Replicate makes the coverage table a mirror of the primary: per sink, the
+// table's rows are replaced by the primary's merged coverage, read after
+// the table's files were listed, so that any engine can query the table.
+// The table may lag the primary, never lead it: it only ever receives
+// what the primary had committed. A sink already mirrored exactly is not
+// rewritten. Sinks the table holds and the primary does not (rows written
+// before the primary was chosen) are left and counted as Extra.
+func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, opts ReplicateOptions) (ReplicateResult, error) {
+	var res ReplicateResult
+	if opts.Writer == "" {
+		return res, errors.New("mirror: replicate: ReplicateOptions.Writer is empty: name the replicating process")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tbl, err := table.Load(ctx)
+	if err != nil {
+		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+	}
+	tasks, err := iceberg.DataFiles(ctx, tbl)
+	if err != nil {
+		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+	}
+	filesOf := map[string][]ice.DataFile{}
+	for _, task := range tasks {
+		sink, ok := iceberg.SinkOf(task.File)
+		if !ok {
+			return res, fmt.Errorf("mirror: replicate: data file %s of %s has no sink partition value", task.File.FilePath(), table.Name())
+		}
+		filesOf[sink] = append(filesOf[sink], task.File)
+	}
+	// Read after the files were listed: the primary only grows, so what is
+	// written is at most what it holds.
+	all, err := primary.Coverage(ctx, durable.Filter{})
+	if err != nil {
+		return res, fmt.Errorf("mirror: replicate from %s: %w", primary.Name(), err)
+	}
+	bySink := map[string]map[coverage.Destination]*coverage.RangeSet{}
+	for d, set := range all {
+		if bySink[d.Sink] == nil {
+			bySink[d.Sink] = map[coverage.Destination]*coverage.RangeSet{}
+		}
+		bySink[d.Sink][d] = set
+	}
+	for sink := range filesOf {
+		if bySink[sink] == nil {
+			res.Extra++
+			logger.Warn("the table has a sink the primary has not; left as it is", "table", table.Name(), "sink", sink)
+		}
+	}
+	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
+		res.Sinks++
+		want := bySink[sink]
+		have, err := iceberg.ReadCoverage(ctx, tbl, iceberg.Filter{Sink: sink})
+		if err != nil {
+			return res, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err)
+		}
+		if sameCoverage(have, want) {
+			res.Unchanged++
+			continue
+		}
+		c := iceberg.Commit{Name: "mirror/" + randomName(), Writer: opts.Writer}
+		for _, d := range slices.SortedFunc(maps.Keys(want), coverage.Destination.Compare) {
+			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: want[d].Ranges()})
+		}
+		if len(filesOf[sink]) == 0 {
+			err = table.Append(ctx, c)
+		} else {
+			_, err = table.Rewrite(ctx, tbl, filesOf[sink], c)
+		}
+		if errors.Is(err, iceberg.ErrInputsGone) {
+			res.Raced++
+			logger.Info("a compaction replaced the sink's files meanwhile; it is mirrored on the next run", "sink", sink)
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("mirror: replicate sink %s into %s: %w", sink, table.Name(), err)
+		}
+		res.Replaced++
+		logger.Info("sink mirrored", "table", table.Name(), "sink", sink, "destinations", len(want))
+		if tbl, err = table.Load(ctx); err != nil {
+			return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+		}
+	}
+	return res, nil
+}
+
+func sameCoverage(a, b map[coverage.Destination]*coverage.RangeSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for d, set := range a {
+		if o := b[d]; o == nil || !o.Equal(set) {
+			return false
+		}
+	}
+	return true
+}
+
+func randomName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
