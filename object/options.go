@@ -1,0 +1,86 @@
+package object
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Options configures Open. The zero value of every field but Blobs is a
+// documented default; EnsureDefaults fills them in and Validate checks
+// the result.
+type Options struct {
+	// Blobs is where the sink objects live. Required.
+	Blobs Blobs
+
+	// Prefix is put before every key, so that several deployments can
+	// share a bucket or directory: empty, or ending in "/" with no empty,
+	// "." or ".." segment ("prod/coverage/"). Zero value: none, the sink
+	// objects are under "sinks/".
+	Prefix string
+
+	// MaxAttempts bounds the conditional writes of one sink's object in
+	// one Append: each lost race or write of unknown outcome re-reads,
+	// re-merges and tries again. Past it Append returns the last error and
+	// the caller keeps the checkpoint pending. Zero value: 64.
+	MaxAttempts int
+
+	// MinBackoff and MaxBackoff bound the wait before the next attempt: a
+	// random time (full jitter) below MinBackoff doubled per attempt,
+	// capped at MaxBackoff, so that writers racing on one sink's object
+	// spread out. Zero values: 2ms and 250ms.
+	MinBackoff, MaxBackoff time.Duration
+
+	// Logger receives the store's few log lines (a write of unknown
+	// outcome being reconciled). Zero value: discard.
+	Logger *slog.Logger
+
+	// Now is the clock that stamps each destination's last write, for
+	// tests. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in the zero-valued fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 64
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = 2 * time.Millisecond
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 250 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate reports options Open cannot work with.
+func (o *Options) Validate() error {
+	if o.Blobs == nil {
+		return errors.New("object: Options.Blobs is nil: give the store to keep the sink objects in")
+	}
+	if o.Prefix != "" {
+		if !strings.HasSuffix(o.Prefix, "/") || strings.HasPrefix(o.Prefix, "/") {
+			return fmt.Errorf("object: Options.Prefix %q must end in \"/\" and not start with one", o.Prefix)
+		}
+		for _, seg := range strings.Split(strings.TrimSuffix(o.Prefix, "/"), "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				return fmt.Errorf("object: Options.Prefix %q has an empty, \".\" or \"..\" segment", o.Prefix)
+			}
+		}
+	}
+	if o.MaxAttempts < 1 {
+		return fmt.Errorf("object: Options.MaxAttempts is %d: it must be positive", o.MaxAttempts)
+	}
+	if o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
+		return fmt.Errorf("object: Options.MinBackoff %v and MaxBackoff %v: need 0 <= MinBackoff <= MaxBackoff", o.MinBackoff, o.MaxBackoff)
+	}
+	return nil
+}

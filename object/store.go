@@ -1,0 +1,360 @@
+package object
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+)
+
+// Store is the durable tier as one object per sink (see the package
+// documentation). It is safe for concurrent use, and any number of
+// Stores, in any number of processes, may share one Blobs location.
+//
+// # Checkpoints that span sinks
+//
+// A checkpoint is written one sink's object at a time, in sink-name
+// order, each under its own condition; there is no transaction across
+// sinks. Every touched sink's object is read, and the name checked
+// (ErrNameReused), before any is written. If a later sink's write then
+// fails after an earlier one landed, Append returns an error and the
+// caller keeps the checkpoint pending: its retry (with MayHaveLanded)
+// finds the name in the sinks already written and skips them, and writes
+// the rest. Coverage may meanwhile show the earlier sinks' ranges and not
+// the later ones': each of them was durably written by its sink, so this
+// lags, never leads.
+//
+// Each sink's object records, with the checkpoint's name, its digest and
+// how many sinks it wrote to, so Landed answers true only when every one
+// of them holds the name: a partly written checkpoint has not landed.
+type Store struct {
+	opts  Options
+	stats struct{ appends, writes, preconditions, unknown, skipped atomic.Int64 }
+}
+
+// The object store is a durable tier.
+var _ durable.Tier = (*Store)(nil)
+
+// Open returns a Store over opts.Blobs. It does no I/O: an empty location
+// is an empty tier.
+func Open(_ context.Context, opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{opts: opts}, nil
+}
+
+// Name names the tier: the Blobs location and the prefix.
+func (s *Store) Name() string {
+	if s.opts.Prefix == "" {
+		return s.opts.Blobs.Name()
+	}
+	return s.opts.Blobs.Name() + " under " + s.opts.Prefix
+}
+
+// Stats counts what this Store did since Open.
+type Stats struct {
+	Appends       int64 // Append calls that returned nil
+	Writes        int64 // sink objects written
+	Preconditions int64 // conditional writes refused: another writer wrote first
+	Unknown       int64 // writes that failed otherwise, of unknown outcome
+	Skipped       int64 // sink objects already holding the checkpoint's name
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	return Stats{Appends: s.stats.appends.Load(), Writes: s.stats.writes.Load(), Preconditions: s.stats.preconditions.Load(),
+		Unknown: s.stats.unknown.Load(), Skipped: s.stats.skipped.Load()}
+}
+
+// Append merges the checkpoint's ranges into each of its sinks' objects.
+// With MayHaveLanded set it also reads every other sink's object, so that
+// a name reused with ranges for other sinks is ErrNameReused too; without
+// it only the touched sinks are checked.
+func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	parts, err := split(c)
+	if err != nil {
+		return err
+	}
+	sinks := make([]string, 0, len(parts))
+	for sink := range parts {
+		sinks = append(sinks, sink)
+	}
+	slices.Sort(sinks)
+	type snapshot struct {
+		o       *sinkObject
+		version string
+	}
+	read := make(map[string]snapshot, len(sinks))
+	for _, sink := range sinks {
+		o, version, err := s.read(ctx, sinkKey(s.opts.Prefix, sink), sink)
+		if err != nil {
+			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
+		}
+		if _, err := bound(o, parts[sink]); err != nil {
+			return err
+		}
+		read[sink] = snapshot{o, version}
+	}
+	if c.MayHaveLanded {
+		keys, err := s.list(ctx)
+		if err != nil {
+			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
+		}
+		p := parts[sinks[0]]
+		for _, key := range keys {
+			o, _, err := s.read(ctx, key, "")
+			if err != nil {
+				return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
+			}
+			if _, err := bound(o, p); err != nil {
+				return err
+			}
+		}
+	}
+	for i, sink := range sinks {
+		if err := s.write(ctx, sink, parts[sink], read[sink].o, read[sink].version); err != nil {
+			return fmt.Errorf("object: append %q of %q: sink %q (%d of its %d sinks written before it; append it again with MayHaveLanded): %w",
+				c.Name, c.Writer, sink, i, len(sinks), err)
+		}
+	}
+	s.stats.appends.Add(1)
+	return nil
+}
+
+// split groups the checkpoint's ranges by sink. A checkpoint without
+// ranges touches no sink: there is nothing to write, nor to find later.
+func split(c durable.Checkpoint) (map[string]*part, error) {
+	raw, err := hex.DecodeString(durable.Digest("append", c.Writer, c.Ranges, c.Rows()))
+	if err != nil || len(raw) != digestLen {
+		return nil, fmt.Errorf("object: the payload digest %x is not %d bytes: %v", raw, digestLen, err)
+	}
+	parts := map[string]*part{}
+	for _, dr := range c.Ranges {
+		if len(dr.Ranges) == 0 {
+			continue
+		}
+		p := parts[dr.Destination.Sink]
+		if p == nil {
+			p = &part{writer: c.Writer, name: c.Name, digest: [digestLen]byte(raw), dests: map[coverage.Destination]*coverage.RangeSet{}}
+			parts[dr.Destination.Sink] = p
+		}
+		set := p.dests[dr.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			p.dests[dr.Destination] = set
+		}
+		for _, r := range dr.Ranges {
+			if err := set.Add(r); err != nil {
+				return nil, err // Validate refused these already
+			}
+		}
+	}
+	for _, p := range parts {
+		p.sinks = uint64(len(parts))
+	}
+	return parts, nil
+}
+
+// bound reports whether o holds p's name, bound to p's payload; the same
+// name with another payload is ErrNameReused.
+func bound(o *sinkObject, p *part) (bool, error) {
+	e, ok := o.lookup(p.writer, p.name)
+	if ok && (e.Digest != p.digest || e.Sinks != p.sinks) {
+		return false, fmt.Errorf("object: %w: %q wrote %q to sink %q with payload %x over %d sinks, now %x over %d: give every distinct checkpoint its own name",
+			durable.ErrNameReused, p.writer, p.name, o.Sink, e.Digest, e.Sinks, p.digest, p.sinks)
+	}
+	return ok, nil
+}
+
+// write merges p into sink's object until a conditional write of the
+// merge lands, or the object is found to hold p's name already (a write
+// whose answer was lost landed). o and version are the object as read.
+func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, version string) error {
+	key := sinkKey(s.opts.Prefix, sink)
+	var last error
+	for attempt := 1; ; attempt++ {
+		if o != nil {
+			found, err := bound(o, p)
+			if err != nil {
+				return err
+			}
+			if found {
+				s.stats.skipped.Add(1)
+				return nil
+			}
+			o.apply(p, s.opts.Now().UnixNano())
+			_, err = s.opts.Blobs.Put(ctx, key, encodeObject(o), version)
+			if err == nil {
+				s.stats.writes.Add(1)
+				return nil
+			}
+			if errors.Is(err, ErrPrecondition) {
+				s.stats.preconditions.Add(1)
+			} else {
+				s.stats.unknown.Add(1)
+				s.opts.Logger.Warn("object: write of unknown outcome; reading it back", "key", key, "attempt", attempt, "err", err)
+			}
+			last, o = err, nil
+		}
+		if attempt >= s.opts.MaxAttempts {
+			return fmt.Errorf("%s: %d attempts: %w", key, attempt, last)
+		}
+		if err := s.sleep(ctx, attempt); err != nil {
+			return fmt.Errorf("%s: %w (after: %w)", key, err, last)
+		}
+		var err error
+		if o, version, err = s.read(ctx, key, sink); err != nil {
+			if errors.Is(err, ErrCorruptObject) || errors.Is(err, ErrUnknownVersion) {
+				return err
+			}
+			last = err
+		}
+	}
+}
+
+// sleep waits a random time below MinBackoff doubled per attempt, capped
+// at MaxBackoff (full jitter).
+func (s *Store) sleep(ctx context.Context, attempt int) error {
+	d := s.opts.MaxBackoff
+	if attempt < 30 {
+		d = min(d, s.opts.MinBackoff<<(attempt-1))
+	}
+	if d > 0 {
+		d = rand.N(d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// read returns the object under key and its version; an empty object and
+// version "" when there is none. sink is the name the object must hold,
+// or "" for any whose key is key.
+func (s *Store) read(ctx context.Context, key, sink string) (*sinkObject, string, error) {
+	data, version, err := s.opts.Blobs.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return &sinkObject{Sink: sink}, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s of %s: %w", key, s.opts.Blobs.Name(), err)
+	}
+	o, err := decodeObject(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)
+	}
+	if (sink != "" && o.Sink != sink) || sinkKey(s.opts.Prefix, o.Sink) != key {
+		return nil, "", fmt.Errorf("%s of %s (left as it is): %w: it holds sink %q, another key's", key, s.opts.Blobs.Name(), ErrCorruptObject, o.Sink)
+	}
+	return o, version, nil
+}
+
+// list returns the keys of every sink's object.
+func (s *Store) list(ctx context.Context) ([]string, error) {
+	dir := s.opts.Prefix + sinksDir
+	keys, err := s.opts.Blobs.List(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s of %s: %w", dir, s.opts.Blobs.Name(), err)
+	}
+	return slices.DeleteFunc(keys, func(k string) bool { return strings.Contains(k[len(dir):], "/") }), nil
+}
+
+// scan calls fn with each sink's object, or sink's alone when it is set.
+func (s *Store) scan(ctx context.Context, sink string, fn func(*sinkObject)) error {
+	keys := []string{sinkKey(s.opts.Prefix, sink)}
+	if sink == "" {
+		var err error
+		if keys, err = s.list(ctx); err != nil {
+			return err
+		}
+	}
+	for _, key := range keys {
+		o, _, err := s.read(ctx, key, sink)
+		if err != nil {
+			return err
+		}
+		fn(o)
+	}
+	return nil
+}
+
+// Coverage returns the coverage of every destination f selects.
+func (s *Store) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+	out := map[coverage.Destination]*coverage.RangeSet{}
+	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
+		for _, ds := range o.Dests {
+			d := coverage.Destination{Sink: o.Sink, Topic: ds.Topic, Partition: ds.Partition}
+			if f.Match(d) {
+				set, _ := coverage.NewRangeSet(ds.Ranges...) // decoding checked them
+				out[d] = &set
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object: coverage: %w", err)
+	}
+	return out, nil
+}
+
+// LastWrite is when a destination's coverage last grew, and by whom.
+type LastWrite struct {
+	Writer string
+	At     time.Time // the writer's clock
+}
+
+// LastWrites returns, for every destination f selects, its last write:
+// how far behind each destination's writers are.
+func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]LastWrite, error) {
+	out := map[coverage.Destination]LastWrite{}
+	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
+		for _, ds := range o.Dests {
+			if d := (coverage.Destination{Sink: o.Sink, Topic: ds.Topic, Partition: ds.Partition}); f.Match(d) {
+				out[d] = LastWrite{Writer: ds.LastWriter, At: time.Unix(0, ds.LastWrite)}
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object: last writes: %w", err)
+	}
+	return out, nil
+}
+
+// Landed reports whether writer's checkpoint of that name is in every sink
+// object it wrote to. It reads every sink's object. Past the bounds of
+// MaxNamesPerWriter and MaxWriters it answers false, as it does for a
+// partly written checkpoint: a re-append, which is harmless.
+func (s *Store) Landed(ctx context.Context, writer, name string) (bool, error) {
+	var hits uint64
+	var first nameEntry
+	agree := true
+	err := s.scan(ctx, "", func(o *sinkObject) {
+		if e, ok := o.lookup(writer, name); ok {
+			if hits == 0 {
+				first = e
+			}
+			agree = agree && e == first
+			hits++
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)
+	}
+	return agree && hits > 0 && hits == first.Sinks, nil
+}
