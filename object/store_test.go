@@ -207,3 +207,45 @@ func TestCorruptObjectRefused(t *testing.T) {
 		t.Fatal("the corrupt object was overwritten")
 	}
 }
+
+// TestRecentNamesBounded: a sink's object keeps a writer's last
+// MaxNamesPerWriter names and the MaxWriters writers written last.
+func TestRecentNamesBounded(t *testing.T) {
+	o := &sinkObject{Sink: "lake"}
+	d := coverage.Destination{Sink: "lake", Topic: "t"}
+	add := func(writer, name string, now int64) {
+		set, _ := coverage.NewRangeSet(coverage.Range{Start: uint64(now), End: uint64(now) + 1})
+		o.apply(&part{writer: writer, name: name, sinks: 1, dests: map[coverage.Destination]*coverage.RangeSet{d: &set}}, now)
+	}
+	for i := range 100 {
+		add("w", fmt.Sprint(i), int64(i))
+	}
+	for i := range MaxWriters + 10 {
+		add(fmt.Sprintf("other-%03d", i), "x", int64(1000+i))
+	}
+	if _, ok := o.lookup("w", "99"); ok {
+		t.Fatal("the oldest writer was kept past MaxWriters")
+	}
+	if len(o.Writers) != MaxWriters {
+		t.Fatalf("%d writers kept", len(o.Writers))
+	}
+	// "w" went first, then the ten oldest others.
+	for i := range 11 {
+		if _, ok := o.lookup(fmt.Sprintf("other-%03d", i), "x"); ok != (i == 10) {
+			t.Fatalf("writer %d kept: %v", i, ok)
+		}
+	}
+	o = &sinkObject{Sink: "lake"}
+	for i := range 100 {
+		add("w", fmt.Sprint(i), int64(i))
+	}
+	if _, ok := o.lookup("w", "35"); ok {
+		t.Fatal("name 35 kept past MaxNamesPerWriter")
+	}
+	if _, ok := o.lookup("w", "36"); !ok || len(o.Writers[0].Names) != MaxNamesPerWriter {
+		t.Fatalf("the last %d names were not kept: %d", MaxNamesPerWriter, len(o.Writers[0].Names))
+	}
+	if got := o.Dests[0].Ranges; len(got) != 1 || got[0] != (coverage.Range{Start: 0, End: 100}) {
+		t.Fatalf("ranges %v", got)
+	}
+}
