@@ -80,19 +80,21 @@ type Entry struct {
 // input changes nothing.
 type BatchRecorder interface {
 	// RecordBatch records entries in order. It returns how many leading
-	// entries are recorded (held by the store as Record would hold them)
-	// and, when that is not all of them or their write failed, an error
-	// saying why. As for Record, entries named by an error may or may not
-	// be recorded; either is safe, and recording them again is harmless.
+	// entries are recorded as surely as a Record that returned nil (with a
+	// store that syncs, on disk) and, when that is not all of them, an
+	// error saying why. Entries past the count may or may not be held (a
+	// failed write leaves them in memory, as it leaves a Record's): either
+	// is safe, and recording them again is harmless. The count never
+	// includes an entry whose write failed.
 	RecordBatch(ctx context.Context, entries []Entry) (int, error)
 }
 
 // RecordAll records entries in s: in one call where s is a BatchRecorder,
 // one Record at a time otherwise. Every entry is validated first: an
 // invalid one fails the call with the entry's *Error and records nothing.
-// The count is how many leading entries are recorded; entries past it were
-// not (or, for the one an error names, may have been): retrying from it is
-// harmless.
+// The count is how many leading entries are recorded as a Record's nil
+// promises; entries past it may or may not be: retrying from it is
+// harmless, and with an error it is needed.
 func RecordAll(ctx context.Context, s Store, entries []Entry) (int, error) {
 	if err := ValidateEntries(entries); err != nil {
 		return 0, err

@@ -213,17 +213,23 @@ func runFaults(t *testing.T, seed uint64, syncOn bool, steps int) {
 				entries[i] = coverage.Entry{Destination: dests[r.IntN(len(dests))], Range: coverage.Range{Start: start, End: start + 1 + uint64(r.IntN(5))}}
 				add(m.attempted, entries[i].Destination, entries[i].Range)
 			}
-			var err error
+			// RecordBatch's count is held to what Record's nil promises
+			// (with Sync: across crashes), error or not.
+			n, err := 0, error(nil)
 			if len(entries) == 1 {
-				err = s.Record(ctx, entries[0].Destination, entries[0].Range)
-			} else {
-				_, err = s.RecordBatch(ctx, entries)
-			}
-			if err == nil {
-				for _, e := range entries {
-					add(m.recorded, e.Destination, e.Range)
+				if err = s.Record(ctx, entries[0].Destination, entries[0].Range); err == nil {
+					n = 1
 				}
-			} else if s.health.failed() == nil && !errors.Is(err, coverage.ErrUnavailable) {
+			} else {
+				n, err = s.RecordBatch(ctx, entries)
+			}
+			if err == nil && n != len(entries) {
+				t.Fatalf("step %d: RecordBatch of %d entries returned (%d, nil)", step, len(entries), n)
+			}
+			for _, e := range entries[:n] {
+				add(m.recorded, e.Destination, e.Range)
+			}
+			if err != nil && s.health.failed() == nil && !errors.Is(err, coverage.ErrUnavailable) {
 				t.Fatalf("step %d: record: %v", step, err)
 			}
 		case x < 70:

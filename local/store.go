@@ -211,18 +211,23 @@ func (s *Store) RecordBatch(ctx context.Context, entries []coverage.Entry) (int,
 		return 0, coverage.NewError("record", first.Destination, first.Range, err)
 	}
 	now := s.opts.Now()
+	n, recErr := len(entries), error(nil)
 	for i, e := range entries {
-		if err := s.recordLocked(e.Destination, e.Range, now); err != nil {
-			return i, err
+		if recErr = s.recordLocked(e.Destination, e.Range, now); recErr != nil {
+			n = i
+			break
 		}
 	}
+	// The entries before a failed one are staged: they count only once
+	// written as Record writes them.
 	if err := s.maybeFlushLocked(now); err != nil {
-		// Every entry is covered and staged, as for Record; only the write
-		// failed.
-		last := entries[len(entries)-1]
-		return len(entries), coverage.NewError("record", last.Destination, last.Range, err)
+		// Every entry is covered and staged, as Record leaves a record
+		// whose write failed; but none is recorded as Record's nil promises
+		// (with Sync: on disk), so the count is 0 and the caller retries
+		// them all. A count of all of them would lead after a crash.
+		return 0, coverage.NewError("record", first.Destination, first.Range, err)
 	}
-	return len(entries), nil
+	return n, recErr
 }
 
 // recordableLocked says why the store takes no records, if it does not.

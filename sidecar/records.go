@@ -369,34 +369,28 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, recordsResult{Recorded: len(recs)})
 }
 
-// failRecording answers a request whose entries from i on were not
-// recorded because the local tier failed (i == len(recs): all are held in
-// memory and their write failed). Retrying from entry Recorded is always
-// harmless: coverage is a union.
+// failRecording answers a request whose entries from i on are not recorded
+// because the local tier failed. They may be held in memory (a failed write
+// leaves them covered and staged), but none past i is recorded as a
+// Record's nil promises, so Recorded is i: retrying from it is always
+// harmless (coverage is a union) and never leaves a hole.
 func (s *Server) failRecording(w http.ResponseWriter, r *http.Request, recs []coverage.Entry, i int, err error) {
 	code := http.StatusInternalServerError
 	if errors.Is(err, coverage.ErrUnavailable) || errors.Is(err, coverage.ErrClosed) || errors.Is(err, coverage.ErrCorrupt) {
 		code = http.StatusServiceUnavailable
 	}
-	if i < len(recs) {
-		s.counters.records.WithLabelValues(routeRecords).Add(float64(i))
+	if i < 0 || i >= len(recs) {
+		// A count of all of them with an error: their write failed, and a
+		// client resuming from there would skip entries a crash may lose.
+		i = 0
 	}
-	if i >= len(recs) {
-		// Held in memory, not yet written: say none are recorded, so that
-		// the caller retries them all (a lag, never a lead).
-		zero := 0
-		s.fail(w, r, code, apiError{
-			Error: fmt.Sprintf("%v; all %d entries are held in memory but not written to the local tier's disk: retry the request once the local tier is back", err, len(recs)),
-			Rule:  "local-tier", Recorded: &zero,
-		})
-		return
-	}
+	s.counters.records.WithLabelValues(routeRecords).Add(float64(i))
 	done := "none are recorded"
 	if i > 0 {
 		done = fmt.Sprintf("entries 0 to %d are recorded", i-1)
 	}
 	s.fail(w, r, code, apiError{
-		Error: fmt.Sprintf("entry %d: %v; %s, %d and later are not (entry %d may be held in memory only): retry from entry %d once the local tier is back", i, err, done, i, i, i),
+		Error: fmt.Sprintf("entry %d: %v; %s, %d and later are not (they may be held in memory only, not on the local tier's disk): retry from entry %d once the local tier is back", i, err, done, i, i),
 		Entry: &i, Rule: "local-tier", Recorded: &i,
 	})
 }
