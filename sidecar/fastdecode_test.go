@@ -3,6 +3,8 @@ package sidecar
 import (
 	"bytes"
 	"reflect"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -33,11 +35,43 @@ var fastSeeds = []string{
 	"{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}{\"sink\":\"b\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}",
 }
 
+// hostileSeeds are JSON grammar corners, each one byte or rule away from
+// the plain form: a BOM, NUL, a raw surrogate, an overlong or past-U+10FFFF
+// sequence, DEL, U+2028 and U+FFFD raw, whitespace JSON does not have (\v,
+// \f, U+00A0), digit strings past uint64, "-1", empty keys, nested values,
+// NDJSON separators, trailing garbage, an empty body.
+var hostileSeeds = []string{
+	"\xef\xbb\xbf[{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]\x00",
+	"[{\"sink\":\"\xed\xa0\x80\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"\xc0\xaf\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"\xf4\x90\x80\x80\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"\xf4\x8f\xbf\xbf\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"a\x7f\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[{\"sink\":\"\u2028\ufffd\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]",
+	"[\f{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}]\v",
+	"[{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":0,\"end\":2\u00a0}]",
+	`[{"sink":"a","topic":"t","partition":0,"start":0,"end":99999999999999999999999999999999999999}]`,
+	`[{"sink":"a","topic":"t","partition":18446744073709551615,"start":0,"end":1}]`,
+	`[{"sink":"a","topic":"t","partition":0,"start":-1,"end":2}]`,
+	`[{"sink":"a","topic":"t","partition":0,"start":0,"end":1.}]`,
+	`[{"":"a","topic":"t","partition":0,"start":0,"end":2}]`,
+	`[{"sink":"a","topic":"t","partition":0,"start":0,"end":2,"":1}]`,
+	`[{"sink":["a"],"topic":"t","partition":0,"start":0,"end":{}}]`,
+	`[{"sink":null,"topic":"t","partition":0,"start":0,"end":2}]`,
+	`[[{"sink":"a","topic":"t","partition":0,"start":1,"end":2}]]`,
+	`[{"sink":"a","topic":"t","partition":0,"start":1,"end":2}][]`,
+	`[,{"sink":"a","topic":"t","partition":0,"start":1,"end":2}]`,
+	"{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}\r\n\n{\"sink\":\"b\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}\r\n",
+	"{\"sink\":\"a\",\"topic\":\"t\",\"partition\":0,\"start\":1,\"end\":2}\n,\n[]",
+	"", " \n",
+}
+
 // FuzzDecodeFastAgrees: whatever the one-pass decoder accepts, the full
 // decoder accepts with the same entries, as an array and as NDJSON. (Where
 // the fast path declines, the full decoder alone decides.)
 func FuzzDecodeFastAgrees(f *testing.F) {
-	for _, s := range fastSeeds {
+	for _, s := range append(slices.Clone(fastSeeds), hostileSeeds...) {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
@@ -79,5 +113,23 @@ func TestDecodeFastTakesThePlainForm(t *testing.T) {
 	}
 	if recs, ok := decodeFast([]byte(fastSeeds[len(fastSeeds)-2]), true); !ok || len(recs) != 2 {
 		t.Fatalf("NDJSON: %v, %v", recs, ok)
+	}
+}
+
+// TestDecodeFastAllocatesForTheBodyOnly: a hostile body (8 MiB of braces,
+// refused at its second byte) costs an allocation on the order of its own
+// size, not an entry per byte (56 times the body, per request).
+func TestDecodeFastAllocatesForTheBodyOnly(t *testing.T) {
+	for _, body := range [][]byte{bytes.Repeat([]byte{'{'}, 8<<20), append([]byte(`[{"sink":"`), bytes.Repeat([]byte{'{'}, 8<<20)...)} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		recs, ok := decodeFast(body, false)
+		runtime.ReadMemStats(&after)
+		if ok {
+			t.Fatalf("the fast path accepted %d bytes of braces as %d entries", len(body), len(recs))
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2*uint64(len(body)) {
+			t.Fatalf("a refused body of %d bytes allocated %d bytes", len(body), alloc)
+		}
 	}
 }
