@@ -17,10 +17,11 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	m, store, table, err := g.openMirror(ctx, mirror.Options{})
+	m, store, tier, closer, err := g.openMirror(ctx, mirror.Options{})
 	if err != nil {
 		return err
 	}
+	defer closer.Close()
 	// Batch totals are summed here in big integers: ranges reach 2^63, so
 	// a few of them overflow the Mirror's uint64 counters.
 	before, err := pendingBatches(ctx, store)
@@ -28,7 +29,7 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 		_ = store.Close()
 		return err
 	}
-	syncErr := explainWriteFailure(ctx, table, m.Sync(ctx))
+	syncErr := explainWriteFailure(ctx, tableOf(tier), m.Sync(ctx))
 	stats := m.Stats()
 	after, diagErr := pendingBatches(ctx, store)
 	// The store, not the Mirror: Mirror.Close would checkpoint again and,
@@ -44,7 +45,7 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 		})
 	}
 	if stats.Checkpoints == 0 {
-		fmt.Fprintln(g.stdout, "nothing pending: the coverage table is up to date with the local tier")
+		fmt.Fprintln(g.stdout, "nothing pending: the durable tier is up to date with the local tier")
 		return nil
 	}
 	fmt.Fprintf(g.stdout, "checkpointed %s batches in %d commit(s); %s batches pending\n", checkpointed, stats.Checkpoints, after)

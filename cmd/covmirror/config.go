@@ -9,7 +9,8 @@ import (
 )
 
 // config is a configuration file's settings: the global flags' names
-// (state, namespace, table, writer, log.level, log.format) and catalog
+// (state, namespace, table, writer, log.level, log.format, durable and the
+// object.* keys, whose flags spell the dots as dashes) and catalog
 // properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
 // a line or after a space or tab starts a comment; \# is a literal #
@@ -32,7 +33,8 @@ type config struct {
 	sources map[string]string
 }
 
-var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format"}
+var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format",
+	"durable", "object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store"}
 
 // configPath finds --config in the global flags (before the command name),
 // or COVMIRROR_CONFIG.
@@ -59,7 +61,9 @@ func configPath(args []string) string {
 	return os.Getenv("COVMIRROR_CONFIG")
 }
 
-func isBoolFlag(name string) bool { return name == "h" || name == "help" }
+func isBoolFlag(name string) bool {
+	return name == "h" || name == "help" || name == "object-s3-force-path-style" || name == "object-unsafe-store"
+}
 
 // configReadError is a configuration file that exists and could not be
 // read: a failure (exit 1), where a wrong path or a wrong line is a usage

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -38,7 +38,7 @@ func taskRows(tasks []mirror.Task) []taskRow {
 // reference's interior holes (rows with sink = reference) and every other
 // sink's gaps against the reference, ordered by sink, topic, partition and
 // start.
-func committedGaps(ctx context.Context, table *iceberg.Table, reference string) ([]gapRow, error) {
+func committedGaps(ctx context.Context, table durable.Tier, reference string) ([]gapRow, error) {
 	tasks, err := planCommand(ctx, "gaps", table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil {
 		return nil, err
@@ -48,12 +48,12 @@ func committedGaps(ctx context.Context, table *iceberg.Table, reference string) 
 
 // planCommand is mirror.Plan with a reference that has no rows reported in
 // the command line's terms.
-func planCommand(ctx context.Context, command string, table *iceberg.Table, opts mirror.PlanOptions) ([]mirror.Task, error) {
+func planCommand(ctx context.Context, command string, table durable.Tier, opts mirror.PlanOptions) ([]mirror.Task, error) {
 	tasks, err := mirror.Plan(ctx, table, opts)
 	var nre *mirror.NoReferenceError
 	if errors.As(err, &nre) {
-		return nil, fmt.Errorf("%s: reference %q has no rows in the coverage table (%w); the table has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
-			command, nre.Reference, mirror.ErrNoReference, strings.Join(nre.Sinks, ", "))
+		return nil, fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
+			command, nre.Reference, describeTier(table), mirror.ErrNoReference, strings.Join(nre.Sinks, ", "))
 	}
 	return tasks, err
 }
@@ -66,11 +66,12 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	table, err := g.openTable(ctx)
+	tier, closer, err := g.openPrimary(ctx, false)
 	if err != nil {
 		return err
 	}
-	all, err := committedGaps(ctx, table, *reference)
+	defer closer.Close()
+	all, err := committedGaps(ctx, tier, *reference)
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
@@ -37,25 +39,27 @@ func (g *globals) openTable(ctx context.Context) (*iceberg.Table, error) {
 	return iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{g.namespace}, Name: g.table, Logger: g.logger})
 }
 
-// openMirror opens the coverage table and the local tier and ties them
+// openMirror opens the durable tier and the local tier and ties them
 // together; the caller closes the returned store (or the Mirror, which
-// closes it after a final checkpoint).
-func (g *globals) openMirror(ctx context.Context, opts mirror.Options) (*mirror.Mirror, *local.Store, *iceberg.Table, error) {
-	table, err := g.openTable(ctx)
+// closes it after a final checkpoint), then the returned closer.
+func (g *globals) openMirror(ctx context.Context, opts mirror.Options) (*mirror.Mirror, *local.Store, durable.Tier, io.Closer, error) {
+	tier, closer, err := g.openPrimary(ctx, true)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	l, err := g.openLocal()
 	if err != nil {
-		return nil, nil, nil, err
+		_ = closer.Close()
+		return nil, nil, nil, nil, err
 	}
-	opts.Local, opts.Durable, opts.Writer, opts.Logger = l, table, g.writer, g.logger
+	opts.Local, opts.Durable, opts.Writer, opts.Logger = l, tier, g.writer, g.logger
 	m, err := mirror.New(opts)
 	if err != nil {
 		_ = l.Close()
-		return nil, nil, nil, err
+		_ = closer.Close()
+		return nil, nil, nil, nil, err
 	}
-	return m, l, table, nil
+	return m, l, tier, closer, nil
 }
 
 // explainWriteFailure adds to a failed write into the table what a local

@@ -25,11 +25,12 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if *maxTasks <= 0 {
 		return usageError{fmt.Errorf("plan: --max-tasks must be positive")}
 	}
-	table, err := g.openTable(ctx)
+	tier, closer, err := g.openPrimary(ctx, false)
 	if err != nil {
 		return err
 	}
-	tasks, err := planCommand(ctx, "plan", table, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks})
+	defer closer.Close()
+	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks})
 	if errors.Is(err, mirror.ErrPlanTruncated) {
 		// Not a failure: the plan's head, in order, is what to do first.
 		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)

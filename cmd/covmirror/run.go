@@ -45,16 +45,18 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"record":     {"record a range a sink has acknowledged into the local tier", runRecord},
-		"checkpoint": {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
-		"inspect":    {"show the local tier's diagnostics (offline, or --url of a running pod)", runInspect},
-		"gaps":       {"list committed gaps of every sink against the reference (raw)", runGaps},
-		"query":      {"run a canned DuckDB query (coverage, gaps, summary, lag, files) on the table", runQuery},
-		"plan":       {"print the recovery plan: replay tasks from committed coverage", runPlan},
-		"compact":    {"rewrite the coverage table's small files, set-equal", runCompact},
-		"demo":       {"run the whole system once on embedded defaults and explain each step", runDemo},
-		"serve":      {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
-		"version":    {"print the version", runVersion},
+		"record":      {"record a range a sink has acknowledged into the local tier", runRecord},
+		"checkpoint":  {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
+		"inspect":     {"show the local tier's diagnostics (offline, or --url of a running pod)", runInspect},
+		"gaps":        {"list committed gaps of every sink against the reference (raw)", runGaps},
+		"query":       {"run a canned DuckDB query (coverage, gaps, summary, lag, files) on the table", runQuery},
+		"plan":        {"print the recovery plan: replay tasks from committed coverage", runPlan},
+		"compact":     {"rewrite the coverage table's small files, set-equal", runCompact},
+		"demo":        {"run the whole system once on embedded defaults and explain each step", runDemo},
+		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
+		"version":     {"print the version", runVersion},
+		"mirror":      {"with --durable object: copy the sink objects into the coverage table, once or --every D", runMirror},
+		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }
 
@@ -66,6 +68,9 @@ type globals struct {
 	namespace      string
 	table          string
 	writer         string
+	// durable is the durable tier: durableIceberg or durableObject.
+	durable string
+	object  objectSettings
 	// cfg is the configuration file's settings, for the commands' own keys
 	// (serve's source.NAME).
 	cfg *config
@@ -109,11 +114,22 @@ func run(ctx context.Context, g *globals, args []string) error {
 	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
 	host, _ := os.Hostname()
 	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
+	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog) or object (a sink object per sink under --object-url; the table is then its queryable mirror) (env COVMIRROR_DURABLE)")
+	fs.StringVar(&g.object.url, "object-url", cfg.value("object.url", "COVMIRROR_OBJECT_URL", ""), "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state (env COVMIRROR_OBJECT_URL)")
+	fs.StringVar(&g.object.endpoint, "object-s3-endpoint", cfg.value("object.s3.endpoint", "COVMIRROR_OBJECT_S3_ENDPOINT", ""), "S3 endpoint URL for an S3-compatible store; none: AWS (env COVMIRROR_OBJECT_S3_ENDPOINT); credentials come from the AWS environment")
+	fs.StringVar(&g.object.region, "object-s3-region", cfg.value("object.s3.region", "COVMIRROR_OBJECT_S3_REGION", ""), "S3 region; none: the AWS environment's, else us-east-1 (env COVMIRROR_OBJECT_S3_REGION)")
+	forcePathStyle, pathErr := parseBoolSetting("object.s3.force-path-style", cfg.value("object.s3.force-path-style", "COVMIRROR_OBJECT_S3_FORCE_PATH_STYLE", ""))
+	fs.BoolVar(&g.object.forcePathStyle, "object-s3-force-path-style", forcePathStyle, "address buckets as endpoint/BUCKET rather than BUCKET.endpoint, as most S3-compatible stores need (env COVMIRROR_OBJECT_S3_FORCE_PATH_STYLE)")
+	unsafeStore, unsafeErr := parseBoolSetting("object.unsafe-store", cfg.value("object.unsafe-store", "COVMIRROR_OBJECT_UNSAFE_STORE", ""))
+	fs.BoolVar(&g.object.unsafeStore, "object-unsafe-store", unsafeStore, "write to an S3 store without running check-store on it first: only for a store known to honour If-Match (env COVMIRROR_OBJECT_UNSAFE_STORE)")
 	logLevel := fs.String("log-level", cfg.value("log.level", "COVMIRROR_LOG_LEVEL", "info"), "log level on stderr: debug, info, warn or error (env COVMIRROR_LOG_LEVEL; config file log.level)")
 	logFormat := fs.String("log-format", cfg.value("log.format", "COVMIRROR_LOG_FORMAT", "text"), "log format on stderr: text or json (env COVMIRROR_LOG_FORMAT; config file log.format)")
 	fs.Usage = func() { usage(stderr, fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := errors.Join(pathErr, unsafeErr, parseDurable(g.durable)); err != nil {
+		return usageError{err}
 	}
 	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
@@ -30,6 +31,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", 30*time.Second, "checkpoint interval")
 	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
+	mirrorEvery := fs.Duration("mirror-every", time.Minute, "with --durable object: copy the sink objects into the coverage table this often, so that the map, the gap metrics and any engine can read it (0: never)")
 	flagSources := map[string]string{}
 	fs.Func("source", "a source's regime, NAME=stored or NAME=broker-managed, repeatable (env COVMIRROR_SOURCES, comma-separated; config file source.NAME = REGIME): stored sources keep positions through PUT /v1/positions/NAME", func(kv string) error {
 		return addSource(flagSources, kv)
@@ -37,8 +39,8 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *interval <= 0 || *maxBody <= 0 {
-		return usageError{errors.New("serve: --interval and --max-body must be positive")}
+	if *interval <= 0 || *maxBody <= 0 || *mirrorEvery < 0 {
+		return usageError{errors.New("serve: --interval and --max-body must be positive, --mirror-every not negative")}
 	}
 	sources, err := g.sources(flagSources)
 	if err != nil {
@@ -47,10 +49,17 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	addrGiven := false
 	fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
 
+	// The coverage table: the primary with --durable iceberg, the primary's
+	// mirror with --durable object (the map and the gap metrics read it).
 	table, err := g.openTable(ctx)
 	if err != nil {
 		return err
 	}
+	tier, closer, err := g.openPrimary(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
 	var positions *iceberg.Positions
 	var posStore coverage.PositionStore
 	if slices.ContainsFunc(sources, func(s coverage.Source) bool { return s.Regime == coverage.Stored }) {
@@ -66,12 +75,12 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	// The Mirror logs each failed checkpoint (and its retries) to the
 	// logger; the loop itself never stops on one.
-	m, err := mirror.New(mirror.Options{Local: store, Durable: table, Writer: g.writer, Logger: g.logger, Interval: *interval, Positions: posStore})
+	m, err := mirror.New(mirror.Options{Local: store, Durable: tier, Writer: g.writer, Logger: g.logger, Interval: *interval, Positions: posStore})
 	if err != nil {
 		_ = store.Close()
 		return err
 	}
-	srv, lns, err := startSidecar(ctx, g, m, store, table, posStore, sources, *maxBody, *addr, addrGiven, *socket)
+	srv, lns, err := startSidecar(ctx, g, m, store, tier, table, posStore, sources, *maxBody, *addr, addrGiven, *socket)
 	if err != nil {
 		return errors.Join(err, m.Close())
 	}
@@ -85,6 +94,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	for _, ln := range lns {
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
+	if g.durable == durableObject && *mirrorEvery > 0 {
+		go replicateEvery(ctx, g, tier, table, *mirrorEvery) // until SIGTERM
+	}
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight
 	// finish; then the final checkpoint carries everything they recorded.
@@ -94,7 +106,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if shutErr != nil {
 		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were not answered (their connections were closed): their callers must retry them; what they recorded before is in the final checkpoint: %w", shutdownWindow, shutErr)
 	}
-	err = errors.Join(runErr, shutErr, explainWriteFailure(shutdownCtx, table, m.Close()))
+	err = errors.Join(runErr, shutErr, explainWriteFailure(shutdownCtx, tableOf(tier), m.Close()))
 	if positions != nil {
 		err = errors.Join(err, positions.Close())
 	}
@@ -112,7 +124,7 @@ const shutdownWindow = 10 * time.Second
 // startSidecar builds the record API with /metrics, /debug/coverage and the
 // mounts of serveMounts, and opens its listeners: TCP first, then the
 // socket.
-func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, table *iceberg.Table, positions coverage.PositionStore,
+func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, tier durable.Tier, table *iceberg.Table, positions coverage.PositionStore,
 	sources []coverage.Source, maxBody int64, addr string, addrGiven bool, socket string) (*sidecar.Server, []net.Listener, error) {
 	reg := prometheus.NewRegistry()
 	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger}) // fails only without a table
@@ -131,7 +143,7 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 		return nil, nil, fmt.Errorf("serve: coverage map: %w", err)
 	}
 	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
-	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: table, Positions: positions, Sources: sources,
+	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: tier, Positions: positions, Sources: sources,
 		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+func runMirror(ctx context.Context, g *globals, args []string) error {
+	fs := subFlags(g, "mirror", "[--every D] [--json]")
+	every := fs.Duration("every", 0, "run until SIGTERM, once per this interval (0: once)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *every < 0 {
+		return usageError{errors.New("mirror: --every must not be negative")}
+	}
+	if g.durable != durableObject {
+		return usageError{errors.New("mirror: the coverage table is the primary (--durable iceberg): there is nothing to mirror; mirror copies a --durable object primary into the table")}
+	}
+	tier, closer, err := g.openPrimary(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	table, err := g.openTable(ctx)
+	if err != nil {
+		return err
+	}
+	if *every > 0 {
+		replicateEvery(ctx, g, tier, table, *every)
+		return nil
+	}
+	res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(g.stdout).Encode(res)
+	}
+	fmt.Fprintf(g.stdout, "mirrored %s into %s: %d sinks, %d replaced, %d unchanged", tier.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
+	if res.Raced > 0 {
+		fmt.Fprintf(g.stdout, ", %d left for the next run (a compaction rewrote them meanwhile)", res.Raced)
+	}
+	if res.Extra > 0 {
+		fmt.Fprintf(g.stdout, "; the table has %d sinks the primary has not, left as they are", res.Extra)
+	}
+	fmt.Fprintln(g.stdout)
+	return nil
+}
+
+// replicateEvery mirrors the primary into the table once per interval
+// until ctx ends; a failed run is logged and the next one tries again.
+func replicateEvery(ctx context.Context, g *globals, tier durable.Tier, table *iceberg.Table, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
+		if err != nil && ctx.Err() == nil {
+			g.logger.Warn("mirroring the primary into the coverage table failed; the table lags until the next run", "primary", tier.Name(), "table", table.Name(), "err", err)
+		} else if err == nil {
+			g.logger.Debug("mirrored", "sinks", res.Sinks, "replaced", res.Replaced)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

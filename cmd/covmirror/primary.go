@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/object"
+)
+
+// The durable tiers --durable chooses between: the regime is declared,
+// never guessed.
+const (
+	durableIceberg = "iceberg"
+	durableObject  = "object"
+)
+
+// objectSettings are the object.* keys: where the sink objects live when
+// durable = object. Credentials come from the AWS environment, never from
+// here.
+type objectSettings struct {
+	url            string
+	endpoint       string
+	region         string
+	forcePathStyle bool
+	// unsafeStore skips check-store before writing: for a store known to
+	// honour conditional writes that the check cannot run on.
+	unsafeStore bool
+}
+
+// checkStoreWriters is how many concurrent conditional writes check-store
+// races on one version before a writer uses an S3 store.
+const checkStoreWriters = 16
+
+// objectURL is object.url, or the embedded default under --state.
+func (g *globals) objectURL() (string, error) {
+	if g.object.url != "" {
+		return g.object.url, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(g.state, "objects"))
+	if err != nil {
+		return "", fmt.Errorf("object store under --state %s: %w", g.state, err)
+	}
+	return "file://" + filepath.ToSlash(dir), nil
+}
+
+// openBlobs opens the object store of object.url.
+func (g *globals) openBlobs(ctx context.Context) (object.Blobs, error) {
+	u, err := g.objectURL()
+	if err != nil {
+		return nil, err
+	}
+	b, err := object.OpenBlobs(ctx, u, object.S3Options{Endpoint: g.object.endpoint, Region: g.object.region, ForcePathStyle: g.object.forcePathStyle})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("object.url: %w", err)}
+	}
+	return b, nil
+}
+
+// openPrimary opens the durable tier --durable names: the coverage table,
+// or the sink objects under object.url. A writer (writing set) on an S3
+// store first runs check-store on it and refuses a store that lets two
+// conditional writes of one version win, which would drop coverage
+// silently, unless object.unsafe-store says the store is trusted. The
+// returned closer releases what the tier holds (a directory's lock).
+func (g *globals) openPrimary(ctx context.Context, writing bool) (durable.Tier, io.Closer, error) {
+	if g.durable == durableIceberg {
+		t, err := g.openTable(ctx)
+		return t, io.NopCloser(nil), err
+	}
+	b, err := g.openBlobs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	closer := io.Closer(io.NopCloser(nil))
+	if c, ok := b.(io.Closer); ok {
+		closer = c
+	}
+	if _, isS3 := b.(*object.S3Blobs); writing && isS3 && !g.object.unsafeStore {
+		rep, err := object.CheckStore(ctx, b, checkStoreWriters)
+		if err != nil {
+			_ = closer.Close()
+			return nil, nil, fmt.Errorf("%w (run covmirror check-store for the report; set object.unsafe-store = true only for a store known to honour If-Match)", err)
+		}
+		g.logger.Debug("object store passed check-store", "store", b.Name(), "report", rep.String())
+	}
+	s, err := object.Open(ctx, object.Options{Blobs: b, Logger: g.logger})
+	if err != nil {
+		_ = closer.Close()
+		return nil, nil, err
+	}
+	return s, closer, nil
+}
+
+// parseDurable checks --durable.
+func parseDurable(v string) error {
+	if v != durableIceberg && v != durableObject {
+		return fmt.Errorf("durable %q: use iceberg (the coverage table in raw's catalog) or object (a sink object per sink under object.url)", v)
+	}
+	return nil
+}
+
+// parseBoolSetting reads a boolean setting from the environment or the
+// configuration file.
+func parseBoolSetting(name, v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: use true or false", name, v)
+	}
+	return b, nil
+}
+
+// tableOf is the coverage table behind a tier, for the messages only a
+// table can add to a failed write.
+func tableOf(t durable.Tier) *iceberg.Table {
+	tbl, _ := t.(*iceberg.Table)
+	return tbl
+}
+
+// describeTier names a tier in messages as an operator knows it.
+func describeTier(t durable.Tier) string {
+	if _, ok := t.(*iceberg.Table); ok {
+		return "the coverage table"
+	}
+	return "the sink objects under " + t.Name()
+}
