@@ -252,7 +252,17 @@ func (b *DirBlobs) Delete(_ context.Context, key string) error {
 	} else if err != nil {
 		return fmt.Errorf("object: delete %s: %w", key, err)
 	}
-	return syncDir(filepath.Dir(p))
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return err
+	}
+	// Directories the key's removal emptied go too (check-store's scratch
+	// keys would otherwise leave theirs behind); a non-empty one stops it.
+	for dir := filepath.Dir(p); dir != b.dir && strings.HasPrefix(dir, b.dir+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
 }
 
 // acquire takes the directory's lock, within and across processes.
