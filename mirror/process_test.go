@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/local"
@@ -26,6 +27,7 @@ const (
 	childSeed           = "COVMIRROR_CHILD_SEED"
 	childNS             = "COVMIRROR_CHILD_NAMESPACE"
 	childNoExpiry       = "COVMIRROR_CHILD_NO_EXPIRY"
+	childObjectDir      = "COVMIRROR_CHILD_OBJECT_DIR" // set: the object tier on this directory, not the table
 	checkpointsPerOwner = 100
 )
 
@@ -40,6 +42,9 @@ func TestMain(m *testing.M) {
 // withChildMirror opens the Mirror a child's environment describes and runs
 // role on it.
 func withChildMirror(role func(*Mirror) error) error {
+	if dir := os.Getenv(childObjectDir); dir != "" {
+		return withChildObjectMirror(dir, role)
+	}
 	var props map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(childProps)), &props); err != nil {
 		return err
@@ -59,11 +64,17 @@ func withChildMirror(role func(*Mirror) error) error {
 			return err
 		}
 	}
+	return runChildMirror(tbl, role)
+}
+
+// runChildMirror opens the child's local tier and runs role on a Mirror
+// into tier.
+func runChildMirror(tier durable.Tier, role func(*Mirror) error) error {
 	l, err := local.Open(local.Options{Dir: os.Getenv(childLocal)})
 	if err != nil {
 		return err
 	}
-	opts := Options{Local: l, Durable: tbl, Writer: os.Getenv(childWriter)}
+	opts := Options{Local: l, Durable: tier, Writer: os.Getenv(childWriter)}
 	if os.Getenv(childNoExpiry) != "" {
 		opts.ExpireEvery = -1 // every snapshot stays for the parent to count
 	}
