@@ -14,4 +14,24 @@
 // (an unknown format version, a bad checksum) is never overwritten.
 // Stores that get conditional writes wrong would break this silently, so
 // CheckStore proves the store honours them before the Store writes.
+//
+// # Shape
+//
+// Each sink has one object under "sinks/" (Options.Prefix before it), its
+// key the sink name in lowercase base32 (cut and given a hash suffix when
+// too long), so that any name maps to a safe key and two names never share
+// one; the object holds the exact name, checked on read. The object is the
+// versioned, checksummed format of format.go: per (topic, partition) the
+// covered ranges as delta varints (about 3 bytes per range), the last
+// writer and time per destination (Store.LastWrites, for the lag query),
+// and each writer's recent checkpoint names with the checkpoint's digest
+// and sink count (MaxNamesPerWriter per writer, MaxWriters writers).
+//
+// One Append writes each sink object it touches once (group commit), after
+// checking every one of them for a reused name. A checkpoint that failed
+// after some of its sinks landed returns an error; the caller keeps it
+// pending and appends it again with MayHaveLanded, and the sinks that hold
+// its name skip it. Landed is true only when every sink the checkpoint
+// touched holds its name with the same digest: a partly written checkpoint
+// reads as not landed, which costs a harmless re-append.
 package object
