@@ -36,6 +36,7 @@ type DB struct {
 	conn     *sql.Conn
 	snapshot int64
 	binding  Binding
+	tier     string // the durable tier's name, when OpenTier bound it
 }
 
 // Options configures Open. The zero value is the default.

@@ -19,6 +19,10 @@
 // any number of queries. Neither binding applies delete files, so a
 // snapshot that has them is refused (iceberg.ErrDeleteFiles).
 //
+// Another durable tier (the sink objects) is bound by OpenTier: its merged
+// coverage, one row per range, appended the same way; it has no data files
+// or snapshots, so the files query finds none.
+//
 // The invariant it owns: rows are a log of possibly overlapping and
 // duplicated ranges, and every query merges them before computing gaps, so
 // a query never reports a batch covered that no row covers, nor a gap that

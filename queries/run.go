@@ -58,8 +58,12 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 	if len(sinks) == 0 {
 		return nil // an empty table: nothing to measure, and nothing misspelt
 	}
-	return fmt.Errorf("queries: reference %q has no rows in the coverage table (%w); the table has rows of the sinks %s: pass the sink raw's coverage is recorded under",
-		ref, mirror.ErrNoReference, strings.Join(sinks, ", "))
+	where, holder := "the coverage table", "the table"
+	if q.tier != "" {
+		where, holder = q.tier, "it"
+	}
+	return fmt.Errorf("queries: reference %q has no rows in %s (%w); %s has rows of the sinks %s: pass the sink raw's coverage is recorded under",
+		ref, where, mirror.ErrNoReference, holder, strings.Join(sinks, ", "))
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name

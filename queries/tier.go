@@ -64,7 +64,7 @@ func OpenTier(ctx context.Context, t durable.Tier, opts Options) (*DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
 	}
-	q := &DB{db: db, conn: conn, binding: FromTier}
+	q := &DB{db: db, conn: conn, binding: FromTier, tier: t.Name()}
 	if err := q.bindTier(ctx, cov, last); err != nil {
 		_ = q.Close()
 		return nil, fmt.Errorf("queries: binding %s: %w", t.Name(), err)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +223,9 @@ func TestTierLastWrites(t *testing.T) {
 		t.Fatalf("lag over a bare tier: %v, %v", lag, err)
 	}
 
+	if _, err := db.Run(ctx, "gaps", Params{Reference: "rwa"}); !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), "no rows in "+store.Name()) {
+		t.Fatalf("gaps against a misspelt reference: %v", err)
+	}
 	if _, err := OpenTier(ctx, store, Options{Binding: Scan}); err == nil {
 		t.Fatal("OpenTier took a table binding")
 	}
