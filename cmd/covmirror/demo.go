@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/sim"
 	"github.com/covmirror/covmirror/local"
@@ -18,11 +19,16 @@ import (
 )
 
 // demoRun is one run of the demo: the simulated pipeline, the shared
-// coverage table, and what the run prints.
+// durable tier, and what the run prints.
 type demoRun struct {
-	g            *globals
-	dir          string
-	namespace    string // the demo's own namespace in a configured catalog
+	g         *globals
+	dir       string
+	namespace string // the demo's own namespace in a configured catalog
+	// primary is the durable tier the pods checkpoint into and the new
+	// owner and the recovery worker read: the coverage table, or with
+	// --durable object the sink objects, which the table then mirrors.
+	primary      durable.Tier
+	primaryName  string // as the story names it
 	table        *iceberg.Table
 	p            *sim.Pipeline
 	out          *sim.Outages
@@ -35,18 +41,24 @@ func (d *demoRun) say(format string, a ...any) { fmt.Fprintf(d.g.stdout, format+
 
 // runDemo is the main job on embedded defaults, in a fresh state directory:
 // a pipeline with raw and three sinks, one of them down now and then; its
-// owner pod killed mid-stream and a second taking over from the coverage
-// table; scheduled compaction; the recovery worker planning from the gaps;
-// and a verdict checked against the simulated sinks' own contents.
+// owner pod killed mid-stream and a second taking over from the durable
+// tier; scheduled compaction (with --durable object, the sink objects
+// mirrored into the coverage table instead); the recovery worker planning
+// from the gaps; and a verdict checked against the simulated sinks' own
+// contents.
 func runDemo(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "demo", "[--seed N] [--batches N]")
+	fs := subFlags(g, "demo", "[--seed N] [--batches N] [--durable iceberg|object]")
 	seed := fs.Uint64("seed", 1, "seed of the simulation: the same seed replays the same run")
 	batches := fs.Int("batches", 400, "batches per partition the source produces")
+	tier := fs.String("durable", g.durable, "the durable tier, as the global --durable: iceberg, or object (sink objects in a directory under the run's state, mirrored into the coverage table)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *batches < 100 {
 		return usageError{fmt.Errorf("demo: --batches must be at least 100")}
+	}
+	if err := parseDurable(*tier); err != nil {
+		return usageError{fmt.Errorf("demo: %w", err)}
 	}
 	if err := os.MkdirAll(g.state, 0o755); err != nil {
 		return fmt.Errorf("demo: state directory: %w", err)
@@ -57,6 +69,10 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	}
 	dg := *g
 	dg.state = dir
+	dg.durable = *tier
+	// The sink objects always go to the run's own directory, never to a
+	// configured object.url: the demo writes nowhere it was not given.
+	dg.object = objectSettings{}
 	if len(g.props) > 0 {
 		// A configured catalog: a fresh table of the demo's own in it.
 		dg.namespace = "covmirror_demo_" + strings.ToLower(rand.Text()[:8])
@@ -66,8 +82,16 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	r := mrand.New(mrand.NewPCG(*seed, *seed))
-	d := &demoRun{g: g, dir: dir, table: table, every: 50, compactEvery: 3,
+	d := &demoRun{g: g, dir: dir, primary: table, primaryName: "the coverage table", table: table, every: 50, compactEvery: 3,
 		p: sim.NewPipeline("orders", 2, "lake", "warehouse", "search")}
+	if dg.durable == durableObject {
+		primary, closer, err := dg.openPrimary(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		d.primary, d.primaryName = primary, "the sink objects"
+	}
 	if len(g.props) > 0 {
 		d.namespace = dg.namespace
 	}
@@ -77,7 +101,12 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	if killAt%d.every == 0 {
 		killAt++ // mid-way between checkpoints
 	}
-	d.say("covmirror demo, seed %d. State: %s; coverage table %s in %s.", *seed, dir, table.Name(), catalogName(g))
+	if d.mirrored() {
+		d.say("covmirror demo, seed %d. State: %s; sink objects under %s, mirrored into the coverage table %s in %s.",
+			*seed, dir, filepath.Join(dir, "objects"), table.Name(), catalogName(g))
+	} else {
+		d.say("covmirror demo, seed %d. State: %s; coverage table %s in %s.", *seed, dir, table.Name(), catalogName(g))
+	}
 	return d.run(ctx, uint64(killAt), uint64(*batches))
 }
 
@@ -90,8 +119,12 @@ func catalogName(g *globals) string {
 
 func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	p := d.p
-	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint every %d batches,\n   compaction every %d checkpoints.",
-		p.Topic, p.Partitions-1, d.every, d.compactEvery)
+	maintenance := "compaction"
+	if d.mirrored() {
+		maintenance = "the sink objects mirrored into the coverage table"
+	}
+	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint into %s every %d batches,\n   %s every %d checkpoints.",
+		p.Topic, p.Partitions-1, d.primaryName, d.every, maintenance, d.compactEvery)
 	a, aLocal, err := d.owner("pod-a")
 	if err != nil {
 		return err
@@ -108,7 +141,7 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 		return err
 	}
 
-	d.say("\n3. pod-b takes over, reading only the coverage table (never pod-a's disk), and replays what it is told:")
+	d.say("\n3. pod-b takes over, reading only %s (never pod-a's disk), and replays what it is told:", d.primaryName)
 	b, _, err := d.owner("pod-b")
 	if err != nil {
 		return err
@@ -128,16 +161,16 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 		return err
 	}
 	d.say("\n4. The stream is done. The warehouse refused %d writes during its outages; committed gaps:", p.Sinks[1].Fails)
-	if err := showGaps(ctx, d.g.stdout, d.table); err != nil {
+	if err := showGaps(ctx, d.g.stdout, d.primary); err != nil {
 		return err
 	}
 
-	d.say("\n5. The warehouse is back. The recovery worker plans from the table alone and replays from raw:")
+	d.say("\n5. The warehouse is back. The recovery worker plans from %s alone and replays from raw:", d.primaryName)
 	d.out.Step = -1
 	if err := d.recoverGaps(ctx); err != nil {
 		return err
 	}
-	if err := showGaps(ctx, d.g.stdout, d.table); err != nil {
+	if err := showGaps(ctx, d.g.stdout, d.primary); err != nil {
 		return err
 	}
 	if err := d.compact(ctx); err != nil {
@@ -153,7 +186,7 @@ func (d *demoRun) owner(name string) (*mirror.Mirror, *local.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := mirror.New(mirror.Options{Local: l, Durable: d.table, Writer: name, Logger: d.g.logger})
+	m, err := mirror.New(mirror.Options{Local: l, Durable: d.primary, Writer: name, Logger: d.g.logger})
 	if err != nil {
 		_ = l.Close()
 		return nil, nil, err
@@ -186,7 +219,13 @@ func (d *demoRun) step(ctx context.Context, m *mirror.Mirror, pod string, b uint
 	return nil
 }
 
+// compact compacts the coverage table; with the sink objects primary it
+// mirrors them into the table instead (a mirror writes each sink's rows
+// afresh: there is nothing to compact).
 func (d *demoRun) compact(ctx context.Context) error {
+	if d.mirrored() {
+		return d.mirror(ctx)
+	}
 	res, err := compaction.Compact(ctx, d.table, compaction.Options{})
 	if err != nil {
 		return err
@@ -198,7 +237,7 @@ func (d *demoRun) compact(ctx context.Context) error {
 // resume is a new owner's takeover of one partition: the replay work the
 // table gives for each sink, replayed from raw and recorded after each ack.
 func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
-	assignments, err := mirror.Resume(ctx, d.table, d.p.Topic, part, mirror.ResumeOptions{
+	assignments, err := mirror.Resume(ctx, d.primary, d.p.Topic, part, mirror.ResumeOptions{
 		Sinks: d.p.SinkNames(), SourceAckedEnd: d.p.Acked[part] + 1, SourceStart: 1})
 	if err != nil {
 		return err
@@ -232,7 +271,7 @@ func (d *demoRun) recoverGaps(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	tasks, err := mirror.Plan(ctx, d.table, mirror.PlanOptions{MaxBatches: 25})
+	tasks, err := mirror.Plan(ctx, d.primary, mirror.PlanOptions{MaxBatches: 25})
 	if err != nil {
 		return err
 	}

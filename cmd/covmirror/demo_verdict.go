@@ -4,20 +4,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/mirror"
 )
 
+// mirrored reports whether the coverage table mirrors another primary.
+func (d *demoRun) mirrored() bool { return durable.Tier(d.table) != d.primary }
+
 // checkClaims fails if the committed coverage claims a batch a store does
-// not hold: coverage leading the sink, the loss the design forbids.
+// not hold: coverage leading the sink, the loss the design forbids. The
+// table is checked too when it mirrors the sink objects: a mirror may lag
+// them, never lead.
 func (d *demoRun) checkClaims(ctx context.Context) error {
-	committed, err := d.table.Coverage(ctx, iceberg.Filter{Topic: d.p.Topic})
+	tiers := []durable.Tier{d.primary}
+	if d.mirrored() {
+		tiers = append(tiers, d.table)
+	}
+	for _, t := range tiers {
+		committed, err := t.Coverage(ctx, durable.Filter{Topic: d.p.Topic})
+		if err != nil {
+			return err
+		}
+		if err := d.p.CheckClaims(describeTier(t), committed); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	return nil
+}
+
+// mirror copies the sink objects into the coverage table, as `covmirror
+// mirror` does.
+func (d *demoRun) mirror(ctx context.Context) error {
+	// Its per-sink lines would interleave with the story: only at debug.
+	logger := slog.New(slog.DiscardHandler)
+	if d.g.logger.Enabled(ctx, slog.LevelDebug) {
+		logger = d.g.logger
+	}
+	res, err := mirror.Replicate(ctx, d.primary, d.table, mirror.ReplicateOptions{Writer: "demo-mirror", Logger: logger})
 	if err != nil {
 		return err
 	}
-	if err := d.p.CheckClaims("the coverage table", committed); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	d.say("   mirror: %d sinks copied into the coverage table, %d unchanged", res.Replaced, res.Unchanged)
+	return d.checkClaims(ctx)
+}
+
+// sameCoverage fails unless the table holds exactly the primary's
+// coverage of the topic: after a mirror with no writer running, it must.
+func (d *demoRun) sameCoverage(ctx context.Context) error {
+	want, err := d.primary.Coverage(ctx, durable.Filter{Topic: d.p.Topic})
+	if err != nil {
+		return err
+	}
+	got, err := d.table.Coverage(ctx, durable.Filter{Topic: d.p.Topic})
+	if err != nil {
+		return err
+	}
+	equal := maps.EqualFunc(want, got, func(a, b *coverage.RangeSet) bool { return slices.Equal(a.Ranges(), b.Ranges()) })
+	if !equal {
+		return fmt.Errorf("demo: VERDICT FAILED: after the last mirror the coverage table holds %v, the sink objects %v", got, want)
 	}
 	return nil
 }
@@ -27,18 +77,29 @@ func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
 	if err := d.checkClaims(ctx); err != nil {
 		return err
 	}
-	committed, err := d.table.Coverage(ctx, iceberg.Filter{Topic: d.p.Topic})
+	committed, err := d.primary.Coverage(ctx, durable.Filter{Topic: d.p.Topic})
 	if err != nil {
 		return err
 	}
 	if problems := d.p.Incomplete(committed, batches); len(problems) > 0 {
 		return errors.New("demo: VERDICT FAILED:\n  " + strings.Join(problems, "\n  "))
 	}
+	if d.mirrored() {
+		if err := d.sameCoverage(ctx); err != nil {
+			return err
+		}
+	}
 	d.say("\nVerdict, checked against the simulated stores' own contents:")
 	d.say("  - every one of the %d batches of %d partitions in raw reached lake, warehouse and search;", batches, d.p.Partitions)
 	d.say("  - no committed coverage ever claimed a batch its sink did not hold (checked after every checkpoint);")
+	if d.mirrored() {
+		d.say("  - the coverage table, mirrored from the sink objects, never claimed more than they held, and after the last\n    mirror holds exactly their coverage;")
+	}
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", d.p.Dups())
 	flags := "--state " + d.dir
+	if d.mirrored() {
+		flags += " --durable object"
+	}
 	if d.namespace != "" {
 		flags += " --namespace " + d.namespace + " (and the same --catalog-prop settings)"
 	}

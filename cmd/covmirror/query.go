@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/queries"
 )
@@ -19,8 +20,15 @@ import (
 // haveDuckDB: this build runs the canned queries.
 const haveDuckDB = true
 
+// What query --from reads.
+const (
+	fromPrimary = "primary"
+	fromTable   = "table"
+)
+
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object its mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
 	printSQL := fs.Bool("sql", false, "print the query's SQL instead of running it")
@@ -49,6 +57,13 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *asJSON && *asCSV {
 		return usageError{fmt.Errorf("query: --json and --csv exclude each other")}
 	}
+	if *from != fromPrimary && *from != fromTable {
+		return usageError{fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
+	}
+	readsObjects := g.durable == durableObject && *from == fromPrimary
+	if readsObjects && *binding != "" {
+		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable object the primary is the sink objects: add --from table to query the table", *binding)}
+	}
 	text, err := queries.Text(name)
 	if err != nil {
 		return usageError{err}
@@ -58,13 +73,29 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p}
-	table, err := g.openTable(ctx)
-	if err != nil {
-		return err
-	}
-	db, err := queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
-	if err != nil {
-		return err
+	var db *queries.DB
+	if readsObjects {
+		tier, closer, err := g.openPrimary(ctx, false)
+		if err != nil {
+			return err
+		}
+		db, err = queries.OpenTier(ctx, tier, queries.Options{})
+		_ = closer.Close() // read once: DuckDB holds the rows
+		if err != nil {
+			return err
+		}
+	} else {
+		table, err := g.openTable(ctx)
+		if err != nil {
+			return err
+		}
+		if g.durable == durableObject {
+			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of the sink objects: it lags them by what `covmirror mirror` has not copied yet\n", table.Name())
+		}
+		db, err = queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
+		if err != nil {
+			return err
+		}
 	}
 	defer db.Close()
 	res, err := db.Run(ctx, name, p)
@@ -119,9 +150,17 @@ func writeCSV(g *globals, res *queries.Result) error {
 	return w.Error()
 }
 
-// showGaps prints the gaps query, for the demo.
-func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
-	db, err := queries.Open(ctx, table, queries.Options{})
+// showGaps prints the gaps query over the primary, for the demo.
+func showGaps(ctx context.Context, w io.Writer, primary durable.Tier) error {
+	var db *queries.DB
+	var err error
+	over := "the table's files"
+	if table, ok := primary.(*iceberg.Table); ok {
+		db, err = queries.Open(ctx, table, queries.Options{})
+	} else {
+		db, err = queries.OpenTier(ctx, primary, queries.Options{})
+		over = "the sink objects"
+	}
 	if err != nil {
 		return err
 	}
@@ -130,6 +169,6 @@ func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "   covmirror query gaps (DuckDB over the table's files):")
+	fmt.Fprintf(w, "   covmirror query gaps (DuckDB over %s):\n", over)
 	return writeIndentedTable(w, res.Columns, res.Rows)
 }

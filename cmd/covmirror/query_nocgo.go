@@ -9,7 +9,7 @@ import (
 	"io"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // haveDuckDB: this build runs the canned queries.
@@ -21,10 +21,10 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	return errors.New("query: this covmirror was built without cgo, and the canned queries run on DuckDB: install a C compiler (gcc) and rebuild; `covmirror gaps` and `covmirror plan` work without it")
 }
 
-// showGaps prints the gaps the planner computes, for the demo, when DuckDB
-// is not built in.
-func showGaps(ctx context.Context, w io.Writer, table *iceberg.Table) error {
-	gaps, err := committedGaps(ctx, table, coverage.RawSink)
+// showGaps prints the gaps the planner computes from the primary, for the
+// demo, when DuckDB is not built in.
+func showGaps(ctx context.Context, w io.Writer, primary durable.Tier) error {
+	gaps, err := committedGaps(ctx, primary, coverage.RawSink)
 	if err != nil {
 		return err
 	}
