@@ -40,6 +40,7 @@ bench:
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
 	$(GO) test -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
+	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,20 @@ import (
 type Store struct {
 	opts  Options
 	stats struct{ appends, writes, preconditions, unknown, skipped atomic.Int64 }
+
+	// last is, per sink key, the object as this Store last wrote it, with
+	// its version: the next Append to the sink takes it out (so that no
+	// two Appends share it) and writes If-Match that version without
+	// reading first. A stale entry (another writer wrote since) only costs
+	// a refused precondition and a re-read; it never lets a write through
+	// unconditionally.
+	lastMu sync.Mutex
+	last   map[string]cachedObject
+}
+
+type cachedObject struct {
+	o       *sinkObject
+	version string
 }
 
 // The object store is a durable tier.
@@ -50,7 +65,28 @@ func Open(_ context.Context, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{opts: opts}, nil
+	return &Store{opts: opts, last: map[string]cachedObject{}}, nil
+}
+
+// remember keeps key's object as just written, at version.
+func (s *Store) remember(key string, o *sinkObject, version string) {
+	s.lastMu.Lock()
+	defer s.lastMu.Unlock()
+	s.last[key] = cachedObject{o, version}
+}
+
+// readForWrite is read, from what this Store last wrote of key where it
+// has it (no round trip, no decoding for a sink's only writer), else from
+// the Blobs. Only a conditional write follows it.
+func (s *Store) readForWrite(ctx context.Context, key, sink string) (*sinkObject, string, error) {
+	s.lastMu.Lock()
+	c, ok := s.last[key]
+	delete(s.last, key)
+	s.lastMu.Unlock()
+	if ok && c.o.Sink == sink {
+		return c.o, c.version, nil
+	}
+	return s.read(ctx, key, sink)
 }
 
 // Name names the tier: the Blobs location and the prefix.
@@ -99,7 +135,11 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 	}
 	read := make(map[string]snapshot, len(sinks))
 	for _, sink := range sinks {
-		o, version, err := s.read(ctx, sinkKey(s.opts.Prefix, sink), sink)
+		readFn := s.readForWrite
+		if c.MayHaveLanded {
+			readFn = s.read // what may have landed is in the store, not in what this Store saw
+		}
+		o, version, err := readFn(ctx, sinkKey(s.opts.Prefix, sink), sink)
 		if err != nil {
 			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
 		}
@@ -196,9 +236,11 @@ func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, 
 				return nil
 			}
 			o.apply(p, s.opts.Now().UnixNano())
-			_, err = s.opts.Blobs.Put(ctx, key, encodeObject(o), version)
+			data := encodeObject(o)
+			next, err := s.opts.Blobs.Put(ctx, key, data, version)
 			if err == nil {
 				s.stats.writes.Add(1)
+				s.remember(key, o, next)
 				return nil
 			}
 			if errors.Is(err, ErrPrecondition) {

@@ -75,7 +75,7 @@ type Server struct {
 // and S3 gateway answer. The test's environment gets the S3 credentials,
 // which the REST catalog's SigV4 signer reads from there; child processes
 // inherit them. It is stopped when the test ends.
-func Start(t *testing.T) *Server {
+func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{bin: Binary(t), dir: t.TempDir()}
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
