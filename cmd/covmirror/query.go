@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -171,4 +172,26 @@ func showGaps(ctx context.Context, w io.Writer, primary durable.Tier) error {
 	}
 	fmt.Fprintf(w, "   covmirror query gaps (DuckDB over %s):\n", over)
 	return writeIndentedTable(w, res.Columns, res.Rows)
+}
+
+// partitionFlag is an optional partition: a non-negative 32-bit integer,
+// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
+// -7 as "every partition").
+type partitionFlag struct{ p *int32 }
+
+func (f *partitionFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*f.p))
+}
+
+func (f *partitionFlag) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
+	}
+	p := int32(n)
+	f.p = &p
+	return nil
 }

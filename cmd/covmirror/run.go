@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -290,26 +289,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log format %q: use text or json", format)
-}
-
-// partitionFlag is an optional partition: a non-negative 32-bit integer,
-// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
-// -7 as "every partition").
-type partitionFlag struct{ p *int32 }
-
-func (f *partitionFlag) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return strconv.Itoa(int(*f.p))
-}
-
-func (f *partitionFlag) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-	if err != nil || n < 0 {
-		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
-	}
-	p := int32(n)
-	f.p = &p
-	return nil
 }
