@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/sidecar/covmap"
 )
@@ -60,14 +62,12 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	var positions *iceberg.Positions
+	var positions io.Closer
 	var posStore coverage.PositionStore
 	if slices.ContainsFunc(sources, func(s coverage.Source) bool { return s.Regime == coverage.Stored }) {
-		positions, err = iceberg.OpenPositions(ctx, table.Catalog(), iceberg.Options{Namespace: []string{g.namespace}, Logger: g.logger}, "", g.writer, sources...)
-		if err != nil {
-			return fmt.Errorf("serve: opening the positions table: %w", err)
+		if posStore, positions, err = g.openPositions(ctx, table, sources); err != nil {
+			return err
 		}
-		posStore = positions
 	}
 	store, err := g.openLocal()
 	if err != nil {
@@ -223,4 +223,41 @@ func (g *globals) sources(fromFlags map[string]string) ([]coverage.Source, error
 		return nil, err
 	}
 	return out, nil
+}
+
+// openPositions opens the stored sources' positions beside the primary's
+// coverage: the positions table in raw's catalog, or a positions object
+// per source under object.url.
+func (g *globals) openPositions(ctx context.Context, table *iceberg.Table, sources []coverage.Source) (coverage.PositionStore, io.Closer, error) {
+	if g.durable == durableObject {
+		b, err := g.openBlobs(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := object.OpenPositions(ctx, object.Options{Blobs: b, Logger: g.logger}, sources...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: opening the positions objects: %w", err)
+		}
+		closer := io.Closer(p)
+		if c, ok := b.(io.Closer); ok {
+			closer = closers{p, c}
+		}
+		return p, closer, nil
+	}
+	p, err := iceberg.OpenPositions(ctx, table.Catalog(), iceberg.Options{Namespace: []string{g.namespace}, Logger: g.logger}, "", g.writer, sources...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: opening the positions table: %w", err)
+	}
+	return p, p, nil
+}
+
+// closers closes each in order and joins their errors.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
