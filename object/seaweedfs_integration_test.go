@@ -4,6 +4,7 @@ package object
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/durable/durabletest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 )
 
@@ -60,4 +63,23 @@ func TestSeaweedFSCheckStore(t *testing.T) {
 	for range 5 {
 		mustPass(t, b, 32)
 	}
+}
+
+// TestSeaweedFSTierConformance runs the durable tiers' conformance suite on
+// sink objects in a real SeaweedFS bucket: each scenario under a prefix of
+// its own, each client a Store with its own S3 client.
+func TestSeaweedFSTierConformance(t *testing.T) {
+	endpoint := seaweedBucket(t, "conformance")
+	n := 0
+	durabletest.Run(t, durabletest.Harness{Light: testing.Short(), New: func(t *testing.T) func(t *testing.T) durable.Tier {
+		n++
+		prefix := fmt.Sprintf("scenario-%d/", n)
+		return func(t *testing.T) durable.Tier {
+			s, err := Open(context.Background(), Options{Blobs: openS3(t, endpoint, "conformance", prefix, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}})
 }
