@@ -107,9 +107,11 @@ var (
 // destination's ranges merged and in canonical order, and the row count.
 // Two checkpoints with the same name and digest carry the same coverage.
 func Digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64) string {
-	h := sha256.New()
-	str := func(s string) { _ = binary.Write(h, binary.BigEndian, uint64(len(s))); h.Write([]byte(s)) }
-	num := func(n uint64) { _ = binary.Write(h, binary.BigEndian, n) }
+	// The bytes are gathered and hashed once: many small writes cost more
+	// than the hashing.
+	var buf []byte
+	str := func(s string) { buf = append(binary.BigEndian.AppendUint64(buf, uint64(len(s))), s...) }
+	num := func(n uint64) { buf = binary.BigEndian.AppendUint64(buf, n) }
 	str(kind)
 	str(writer)
 	merged := map[coverage.Destination]*coverage.RangeSet{}
@@ -136,5 +138,6 @@ func Digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64
 		}
 	}
 	num(uint64(rows))
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:16])
 }
