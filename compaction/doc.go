@@ -7,7 +7,7 @@
 // Every destination's covered set is identical before and after a
 // compaction. Rows are union-merged per destination (overlapping and
 // adjacent ranges join; a hole stays a hole, since closing a gap that was
-// not recorded is the over-claim the design forbids), the merged rows are
+// not recorded is the over-claim docs/design.md forbids), the merged rows are
 // checked set-equal to the inputs before the commit, and the commit replaces
 // only the files that were read: checkpoints appended meanwhile survive, and
 // of two compactions racing over the same files at most one commits.

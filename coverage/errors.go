@@ -43,7 +43,7 @@ var (
 	ErrUnavailable = errors.New("coverage backend unavailable")
 )
 
-// Error is the error every Store method returns (the design's CoverageError):
+// Error is the error every Store method returns (CoverageError in docs/design.md):
 // the operation, what it was about, and the cause, which errors.Is matches
 // against the sentinels above.
 type Error struct {

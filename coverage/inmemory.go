@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// InMemory is a Store held in memory (the design's InMemoryCoverage): the
+// InMemory is a Store held in memory (InMemoryCoverage in docs/design.md): the
 // reference backend for tests and for pipelines that keep coverage elsewhere.
 // It is safe for concurrent use. The zero value is not usable; call
 // NewInMemory.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Store keeps per-destination write coverage (the design's CoverageStore).
+// Store keeps per-destination write coverage (CoverageStore in docs/design.md).
 // Implementations are safe for concurrent use, and every method returns an
 // *Error whose chain holds one of this package's sentinels, or a context's
 // error.

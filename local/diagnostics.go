@@ -9,7 +9,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 )
 
-// Diagnostics is what this pod believes about its coverage (the design's
+// Diagnostics is what this pod believes about its coverage (docs/design.md's
 // "Diagnostics"): per destination the covered ranges, the gaps against the
 // reference sink, and how far the local view has drifted from the last
 // checkpoint. It describes this pod only; nothing outside the pod may act on

@@ -8,7 +8,7 @@
 // authoritative, never the only copy of anything that matters, and never read
 // by another node: not by a new owner after a rebalance, not by a recovery
 // agent, not by an operator tool (which asks the running pod's Handler). What
-// it holds, it inherits from the design's invariant:
+// it holds, it inherits from the invariant of docs/design.md:
 //
 //   - A range is recorded only after the sink's durable acknowledgement.
 //   - A range is pending until a checkpoint containing it has been committed
@@ -39,7 +39,7 @@
 // records of roughly the last 32 KiB of log (a few hundred records) and a
 // machine that loses power everything since the last sync; neither loses
 // anything before the last synced write, which BeginCheckpoint always is.
-// Losing records costs one replay interval, which the design accepts
+// Losing records costs one replay interval, which docs/design.md accepts
 // because coverage may lag. Options.Sync makes every record durable before
 // Record returns, at the price of an fsync each.
 //

@@ -30,7 +30,7 @@ type Options struct {
 	// last 32 KiB block or so, lost if the process is killed) and in the
 	// operating system's buffers (lost if the machine loses power), never
 	// anything before the last synced write: BeginCheckpoint is always
-	// synced. Losing them costs one replay interval, which the design
+	// synced. Losing them costs one replay interval, which docs/design.md
 	// accepts, since coverage may lag and the durable tier is the record.
 	Sync bool
 
@@ -39,7 +39,7 @@ type Options struct {
 	// Writes to the same key coalesce, so a run of in-order records costs one
 	// Pebble write per delay instead of one each. A killed process loses
 	// this window too, besides Pebble's unwritten WAL tail (see Sync): a
-	// lag, which the design accepts. Readers of this Store see every record
+	// lag, which docs/design.md accepts. Readers of this Store see every record
 	// at once. Zero value: 2ms. Negative: hand every record to Pebble before
 	// Record returns. Ignored when Sync is set.
 	CommitDelay time.Duration

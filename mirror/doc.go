@@ -1,6 +1,6 @@
 // Package mirror ties the tiers together. Record goes to the pod-local tier;
 // Sync checkpoints everything pending into the durable coverage table; Run
-// calls Sync on an interval (the design's knob) with capped backoff; Close
+// calls Sync on an interval (the knob of docs/design.md) with capped backoff; Close
 // runs a final checkpoint. Resume is what a new owner reads after a
 // rebalance and Plan is the single recovery worker's plan, both from the
 // durable table only; Recover carries the plan out.

@@ -25,7 +25,7 @@ type Options struct {
 	// Writer names this pod in the table's rows and snapshot summaries.
 	// Required: a pod name, a hostname.
 	Writer string
-	// Interval is the checkpoint interval: the design's knob. Losing the
+	// Interval is the checkpoint interval: the knob of docs/design.md. Losing the
 	// pod replays at most about this much per sink. Zero value: 30s.
 	Interval time.Duration
 	// MaxBackoff caps the wait between failed checkpoints; failures back

@@ -18,7 +18,7 @@ import (
 func (d *demoRun) mirrored() bool { return durable.Tier(d.table) != d.primary }
 
 // checkClaims fails if the committed coverage claims a batch a store does
-// not hold: coverage leading the sink, the loss the design forbids. The
+// not hold: coverage leading the sink, the loss docs/design.md forbids. The
 // table is checked too when it mirrors the sink objects: a mirror may lag
 // them, never lead.
 func (d *demoRun) checkClaims(ctx context.Context) error {

@@ -116,7 +116,7 @@ func expectSet(t *testing.T, what string, got, want coverage.RangeSet) {
 	}
 }
 
-// testGapScenario is the design's example: batches 1, 2, 4 and 5 reach the
+// testGapScenario is the example of docs/design.md: batches 1, 2, 4 and 5 reach the
 // sink while 3 fails; a watermark would report 5 and lose 3.
 func testGapScenario(t *testing.T, h Harness) {
 	s := open(t, h)
