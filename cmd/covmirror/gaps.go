@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -33,29 +32,31 @@ func taskRows(tasks []mirror.Task) []taskRow {
 	return rows
 }
 
-// committedGaps is the recovery plan with tasks as large as the gaps: the
-// gaps the planner recovers and the gaps query prints. They are the
+// committedGaps are the committed gaps (mirror.CommittedGaps): the
 // reference's interior holes (rows with sink = reference) and every other
 // sink's gaps against the reference, ordered by sink, topic, partition and
 // start.
 func committedGaps(ctx context.Context, table durable.Tier, reference string) ([]gapRow, error) {
-	tasks, err := planCommand(ctx, "gaps", table, mirror.PlanOptions{Reference: reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
-	if err != nil {
-		return nil, err
-	}
-	return mirror.GapsOf(tasks, mirror.GapsFilter{}), nil
+	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference})
+	return gaps, explainNoReference("gaps", table, err)
 }
 
 // planCommand is mirror.Plan with a reference that has no rows reported in
 // the command line's terms.
 func planCommand(ctx context.Context, command string, table durable.Tier, opts mirror.PlanOptions) ([]mirror.Task, error) {
 	tasks, err := mirror.Plan(ctx, table, opts)
+	return tasks, explainNoReference(command, table, err)
+}
+
+// explainNoReference says in the command line's terms that a reference
+// has no rows; other errors pass through.
+func explainNoReference(command string, table durable.Tier, err error) error {
 	var nre *mirror.NoReferenceError
 	if errors.As(err, &nre) {
-		return nil, fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
+		return fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
 			command, nre.Reference, describeTier(table), mirror.ErrNoReference, strings.Join(nre.Sinks, ", "))
 	}
-	return tasks, err
+	return err
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
