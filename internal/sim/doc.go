@@ -6,27 +6,40 @@
 // pod through a random sequence of steps drawn from a seed: sink writes
 // (some refused), records after acks (coverage.WriteThenRecord through a
 // mirror.Mirror on a local.Store on Pebble), checkpoints (Mirror.Sync into
-// an iceberg.Table in a SQLite catalog), compactions, crashes and
-// reopenings of the pod without a final checkpoint, rebalances to a new
-// owner (mirror.Resume from the table alone, then replay), and
-// plan-and-recover (mirror.Plan, mirror.Recover), with faults injected at
-// random into the local tier's filesystem, the warehouse's file IO and the
-// catalog (commits and loads refused, answers lost after a commit landed).
+// the durable tier), compactions, crashes and reopenings of the pod without
+// a final checkpoint, rebalances to a new owner (mirror.Resume from the
+// durable tier alone, then replay), and plan-and-recover (mirror.Plan,
+// mirror.Recover), with faults injected at random into the local tier's
+// filesystem, the warehouse's file IO and the catalog (commits and loads
+// refused, answers lost after a commit landed).
+//
+// The durable tier (Config.Durable) is the coverage table, an
+// iceberg.Table in a SQLite catalog, or the object store, an object.Store
+// over a directory behind faults of its own (reads and listings that fail,
+// writes refused, writes applied whose answer is lost, spurious
+// precondition failures). On the object tier the coverage table is its
+// replica: mirror.Replicate copies the tier into it, and it is compacted
+// there.
 //
 // # What it checks
 //
 // The invariant: coverage and source positions may lag, never lead. After
 // every step, against the simulated stores' real contents:
 //
-//   - committed coverage, read from the table, never claims a batch its
-//     sink does not hold;
+//   - committed coverage, read from the durable tier, never claims a batch
+//     its sink does not hold;
 //   - the local tier never claims one either;
-//   - every range the local tier marks checkpointed is in the table.
+//   - every range the local tier marks checkpointed is in the durable tier;
+//   - on the object tier, the replica table never claims a range the tier
+//     lacks (it may lag, never lead).
 //
 // Once faults stop and recovery has run to quiescence: every sink holds
-// every batch raw holds, and the table's coverage says so, including
-// batches whose raw coverage record was lost (raw holds the batch, but a
-// crash or a failed local write dropped its record).
+// every batch raw holds, and the durable tier's coverage says so,
+// including batches whose raw coverage record was lost (raw holds the
+// batch, but a crash or a failed local write dropped its record); the
+// coverage table lists no data file twice (no commit applied twice); on the
+// object tier, one more replication makes the replica equal to the tier;
+// and a compaction of the coverage table goes through.
 //
 // A failure names the seed; the same seed replays the same run.
 package sim

@@ -26,6 +26,15 @@ type Rates struct {
 	AnswerLost    float64 // a commit lands, and its answer is lost
 	SinkWrite     float64 // a sink write is refused (besides outages)
 	RawWrite      float64 // a raw write is refused: the batch is not acked
+
+	// The object backend's faults, drawn only by runs on it (from a stream
+	// of their own, so that the iceberg runs' draws are unchanged).
+	ObjectGet         float64 // a Get of a sink object fails
+	ObjectPut         float64 // a Put is refused before it is applied: an error of unknown outcome
+	ObjectPutLost     float64 // a Put is applied, and its answer lost
+	ObjectPrecond     float64 // a Put is refused with a spurious ErrPrecondition, nothing written
+	ObjectList        float64 // a List fails
+	ObjectMaxAttempts int     // the object store's MaxAttempts: low ones let faults reach the Mirror
 }
 
 func drawRates(r *rand.Rand) Rates {
@@ -41,7 +50,7 @@ func drawRates(r *rand.Rand) Rates {
 		CatalogCommit: p(0.15), AnswerLost: p(0.15), SinkWrite: p(0.1), RawWrite: p(0.05)}
 }
 
-// faults injects faults into the three layers under the pod while on, and
+// faults injects faults into the layers under the pod while on, and
 // counts them by kind. Pebble and iceberg-go call it from their own
 // goroutines, so its random draws are its own (one stream per layer):
 // the run's sequence of steps stays the seed's whatever those goroutines do.
@@ -53,12 +62,14 @@ type faults struct {
 	on     bool
 	fsRand *rand.Rand
 	catRnd *rand.Rand
+	objRnd *rand.Rand
 	counts map[string]int
 }
 
 func newFaults(seed uint64, rates Rates) *faults {
 	return &faults{rates: rates, ware: faultio.New(seed ^ 0x57a3),
 		fsRand: rand.New(rand.NewPCG(seed, 0xf5)), catRnd: rand.New(rand.NewPCG(seed, 0xca7)),
+		objRnd: rand.New(rand.NewPCG(seed, 0x0b1)),
 		counts: map[string]int{}}
 }
 

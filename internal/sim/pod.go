@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -116,8 +116,9 @@ func (w *world) ackedEnds() map[mirror.TopicPartition]uint64 {
 	return out
 }
 
-// plan is mirror.Plan from the faulty table, as the recovery worker sees it.
-func (w *world) plan(ctx context.Context, t *iceberg.Table, maxBatches uint64) ([]mirror.Task, error) {
+// plan is mirror.Plan from a view of the durable tier: the faulty one, as
+// the recovery worker sees it, or the true one.
+func (w *world) plan(ctx context.Context, t durable.Tier, maxBatches uint64) ([]mirror.Task, error) {
 	tasks, err := mirror.Plan(ctx, t, mirror.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), SourceAckedEnds: w.ackedEnds()})
 	if errors.Is(err, mirror.ErrNoReference) {
 		return nil, fmt.Errorf("%w (raw's records may all have been lost; the source's acked ends were given)", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
@@ -23,9 +24,14 @@ type Config struct {
 	// Steps is how many random steps run with faults on, before faults
 	// stop and recovery runs to quiescence. Zero value: 150.
 	Steps int
-	// Dir holds the catalog and the warehouse (the pods' local tiers are
-	// in memory). Required: a fresh directory.
+	// Dir holds the catalog, the warehouse and the sink objects (the
+	// pods' local tiers are in memory). Required: a fresh directory.
 	Dir string
+	// Durable is the durable tier the pods checkpoint into: "iceberg" (the
+	// coverage table) or "object" (one object per sink, in a directory
+	// under Dir, with the coverage table as its replica). Zero value:
+	// "iceberg".
+	Durable string
 	// Logger receives what the libraries log. Zero value: discard.
 	Logger *slog.Logger
 	// Trace, when set, receives a line per step and outcome, as it happens.
@@ -39,39 +45,46 @@ type Result struct {
 	Ops     map[string]int // steps by kind
 	Faults  map[string]int // faults injected, by kind
 	Rates   Rates          // the fault rates the seed drew
+	Durable string         // the durable tier it ran on
 }
 
 // Failure is a run's failed check: its seed, the step, what was wrong, and
 // the last steps that led there.
 type Failure struct {
-	Seed  uint64
-	Step  int
-	Err   error
-	Trace []string
+	Seed    uint64
+	Durable string
+	Step    int
+	Err     error
+	Trace   []string
 }
 
 func (f *Failure) Error() string {
-	return fmt.Sprintf("sim: seed %d, step %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d\nlast steps:\n  %s",
-		f.Seed, f.Step, f.Err, f.Seed, strings.Join(f.Trace, "\n  "))
+	return fmt.Sprintf("sim: seed %d on %s, step %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d -durable %s -v\nlast steps:\n  %s",
+		f.Seed, f.Durable, f.Step, f.Err, f.Seed, f.Durable, strings.Join(f.Trace, "\n  "))
 }
 
 func (f *Failure) Unwrap() error { return f.Err }
 
-// world is everything a run has: the pipeline's stores, the catalog (the
-// faulty view the pods use, and the true one the checks read), the pod.
+// world is everything a run has: the pipeline's stores, the durable tier
+// (the faulty view the pods use, and the true one the checks read), the
+// coverage table (the tier itself, or the object tier's replica), the pod.
 type world struct {
-	cfg   Config
-	r     *rand.Rand
-	p     *Pipeline
-	f     *faults
-	table *iceberg.Table // through the faults: what the pods use
-	truth *iceberg.Table // the same table, no faults: what the checks read
-	pod   *pod
-	pods  int
-	down  map[string]bool // sinks in an outage
-	res   Result
-	step  int
-	trace []string
+	cfg       Config
+	r         *rand.Rand
+	p         *Pipeline
+	f         *faults
+	table     durable.Tier   // through the faults: what the pods use
+	truth     durable.Tier   // the same tier, no faults: what the checks read
+	ice       *iceberg.Table // the coverage table through the faults: the tier itself, or the replica
+	iceTruth  *iceberg.Table // the same table, no faults
+	replica   bool           // the table is the object tier's replica
+	closeDirs []func() error // the object tier's directories
+	pod       *pod
+	pods      int
+	down      map[string]bool // sinks in an outage
+	res       Result
+	step      int
+	trace     []string
 }
 
 // Run runs one simulation. A failed invariant is a *Failure naming the seed;
@@ -86,10 +99,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	switch cfg.Durable {
+	case "":
+		cfg.Durable = "iceberg"
+	case "iceberg", "object":
+	default:
+		return Result{}, fmt.Errorf("sim: Config.Durable %q: want iceberg or object", cfg.Durable)
+	}
 	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
 	w := &world{cfg: cfg, r: r, p: NewPipeline("orders", 1+int32(r.IntN(2)), "lake", "warehouse", "search"),
 		f: newFaults(cfg.Seed, drawRates(r)), down: map[string]bool{},
-		res: Result{Ops: map[string]int{}}}
+		res: Result{Ops: map[string]int{}, Durable: cfg.Durable}}
+	if cfg.Durable == "object" {
+		drawObjectRates(cfg.Seed, &w.f.rates)
+	}
 	for _, s := range append(w.p.Sinks, w.p.Raw) {
 		rate := w.f.rates.SinkWrite
 		if s == w.p.Raw {
@@ -112,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 }
 
 // open opens the catalog, the table through the faults and without them,
-// and the first pod.
+// the object tier if the run is on it, and the first pod.
 func (w *world) open(ctx context.Context) error {
 	props, err := iceberg.EmbeddedProps(filepath.Join(w.cfg.Dir, "catalog"))
 	if err != nil {
@@ -123,12 +146,21 @@ func (w *world) open(ctx context.Context) error {
 		return err
 	}
 	opts := iceberg.Options{CommitTimeout: 2 * time.Second, Logger: w.cfg.Logger}
-	if w.truth, err = iceberg.Open(ctx, inner, opts); err != nil {
+	truth, err := iceberg.Open(ctx, inner, opts)
+	if err != nil {
 		return err
 	}
 	faulty := faultio.WrapCatalog(&faultCatalog{Catalog: inner, f: w.f}, w.f.ware)
-	if w.table, err = iceberg.Open(ctx, faulty, opts); err != nil {
+	if w.ice, err = iceberg.Open(ctx, faulty, opts); err != nil {
 		return err
+	}
+	w.iceTruth, w.replica = truth, w.cfg.Durable == "object"
+	if w.replica {
+		if err := w.openObject(ctx); err != nil {
+			return err
+		}
+	} else {
+		w.table, w.truth = w.ice, truth
 	}
 	w.f.set(true)
 	return w.newPod(ctx)
@@ -137,6 +169,9 @@ func (w *world) open(ctx context.Context) error {
 func (w *world) close() {
 	if w.pod != nil {
 		w.pod.kill()
+	}
+	for _, c := range w.closeDirs {
+		_ = c()
 	}
 }
 
@@ -169,11 +204,18 @@ func (w *world) randomStep(ctx context.Context) error {
 		name   string
 		run    func(context.Context) error
 	}
+	// The table is compacted where it is the tier; where it is the object
+	// tier's replica it is mostly replicated into, and compacted less.
+	compact, replicate := 3, 0
+	if w.replica {
+		compact, replicate = 1, 3
+	}
 	ops := []op{
 		{40, "ingest", w.ingest},
 		{5, "outage", w.outage},
 		{12, "checkpoint", w.checkpoint},
-		{3, "compact", w.compact},
+		{compact, "compact", w.compact},
+		{replicate, "replicate", w.replicate},
 		{4, "crash", w.crash},
 		{3, "rebalance", w.rebalance},
 		{5, "recover", w.recover},
@@ -205,13 +247,13 @@ func (w *world) note(format string, a ...any) {
 }
 
 func (w *world) fail(err error) error {
-	return &Failure{Seed: w.cfg.Seed, Step: w.step, Err: err, Trace: w.trace}
+	return &Failure{Seed: w.cfg.Seed, Durable: w.cfg.Durable, Step: w.step, Err: err, Trace: w.trace}
 }
 
 // Summary is a one-line account of a result: steps, batches, faults.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d steps, %d batches acked; faults:", r.Steps, r.Batches)
+	fmt.Fprintf(&b, "%s: %d steps, %d batches acked; faults:", r.Durable, r.Steps, r.Batches)
 	for _, k := range sortedKinds(r.Faults) {
 		fmt.Fprintf(&b, " %s=%d", k, r.Faults[k])
 	}

@@ -14,14 +14,30 @@ import (
 var (
 	seedFlag  = flag.Uint64("seed", 0, "replay the run of this seed alone")
 	stepsFlag = flag.Int("steps", 0, "steps per run with faults on (zero: 150)")
-	seedsFlag = flag.Int("seeds", 3, "how many runs, from seed 1, when -seed and -simtime are not given")
+	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when -seed and -simtime are not given")
 	simTime   = flag.Duration("simtime", 0, "run seeds from a random first one for this long (make simulate)")
+	tierFlag  = flag.String("durable", "", "run every seed on this durable tier (iceberg or object); empty: odd seeds on iceberg, even ones on object")
 )
 
+// tierOf is the durable tier seed runs on: -durable, or by the seed's
+// parity, so that consecutive seeds (the default run, make simulate)
+// exercise both tiers evenly.
+func tierOf(seed uint64) string {
+	switch {
+	case *tierFlag != "":
+		return *tierFlag
+	case seed%2 == 0:
+		return "object"
+	default:
+		return "iceberg"
+	}
+}
+
 // TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or -seed
-// alone, or as many as fit in -simtime. Each checks the invariant after every
-// step and that recovery completes once faults stop; a failure prints its
-// seed and the steps that led to it.
+// alone, or as many as fit in -simtime, each on the durable tier tierOf
+// picks. Each checks the invariant after every step and that recovery
+// completes once faults stop; a failure prints its seed, its tier, the
+// command that replays it and the steps that led to it.
 func TestSimulation(t *testing.T) {
 	var seeds func(yield func(uint64) bool)
 	switch {
@@ -41,16 +57,18 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	var runs, steps int
+	tiers := map[string]int{}
 	var batches uint64
 	faults, ops := map[string]int{}, map[string]int{}
 	failed := 0
 	for seed := range seeds {
-		cfg := Config{Seed: seed, Steps: *stepsFlag, Dir: t.TempDir()}
+		cfg := Config{Seed: seed, Steps: *stepsFlag, Dir: t.TempDir(), Durable: tierOf(seed)}
 		if *seedFlag != 0 && testing.Verbose() {
 			cfg.Trace = func(line string) { t.Log(line) }
 		}
 		res, err := Run(context.Background(), cfg)
 		runs++
+		tiers[cfg.Durable]++
 		steps += res.Steps
 		batches += res.Batches
 		for k, n := range res.Faults {
@@ -64,13 +82,14 @@ func TestSimulation(t *testing.T) {
 			failed++
 			t.Errorf("%v", err)
 		} else if err != nil {
-			t.Fatalf("seed %d: the simulation itself failed: %v", seed, err)
+			t.Fatalf("seed %d on %s: the simulation itself failed: %v", seed, cfg.Durable, err)
 		}
 		if *seedFlag != 0 {
 			t.Logf("seed %d: %s\nrates: %+v", seed, res.Summary(), res.Rates)
 		}
 	}
-	t.Logf("%d seeds, %d steps, %d batches acked, %d failed", runs, steps, batches, failed)
+	t.Logf("%d seeds (iceberg %d, object %d), %d steps, %d batches acked, %d failed",
+		runs, tiers["iceberg"], tiers["object"], steps, batches, failed)
 	t.Logf("steps by kind: %s", kinds(ops))
 	t.Logf("faults injected by kind: %s", kinds(faults))
 }

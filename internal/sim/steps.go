@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -56,8 +61,10 @@ func (w *world) checkpoint(ctx context.Context) error {
 	return nil
 }
 
+// compact compacts the coverage table: the tier, or the object tier's
+// replica.
 func (w *world) compact(ctx context.Context) error {
-	res, err := compaction.Compact(ctx, w.table, compaction.Options{Job: "sim-compaction", Logger: w.cfg.Logger})
+	res, err := compaction.Compact(ctx, w.ice, compaction.Options{Job: "sim-compaction", Logger: w.cfg.Logger})
 	if errors.Is(err, compaction.ErrNotSetEqual) {
 		return err
 	}
@@ -67,7 +74,7 @@ func (w *world) compact(ctx context.Context) error {
 
 // rebalance hands the partitions to a new owner on a fresh disk: the old
 // pod closes (a final checkpoint) or dies, and the new one resumes from the
-// table alone, recovering what each assignment says.
+// durable tier alone, recovering what each assignment says.
 func (w *world) rebalance(ctx context.Context) error {
 	old := w.pod
 	if w.r.IntN(2) == 0 {
@@ -105,7 +112,7 @@ func (w *world) rebalance(ctx context.Context) error {
 	return nil
 }
 
-// recover is the recovery worker's round: plan from the table, recover
+// recover is the recovery worker's round: plan from the durable tier, recover
 // through the pod, as far as the sinks and faults let it.
 func (w *world) recover(ctx context.Context) error {
 	tasks, err := w.plan(ctx, w.table, 1+uint64(w.r.IntN(30)))
@@ -120,11 +127,18 @@ func (w *world) recover(ctx context.Context) error {
 
 // check is the invariant, after every step, against the stores' contents.
 func (w *world) check(ctx context.Context) error {
-	committed, err := w.truth.Coverage(ctx, iceberg.Filter{})
+	replica, err := w.readReplica(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the table without faults: %w", err)
+		return err
 	}
-	if err := w.p.CheckClaims("the coverage table", committed); err != nil {
+	committed, err := w.truth.Coverage(ctx, durable.Filter{})
+	if err != nil {
+		return fmt.Errorf("reading the durable tier without faults: %w", err)
+	}
+	if err := w.p.CheckClaims("the durable tier ("+w.cfg.Durable+")", committed); err != nil {
+		return err
+	}
+	if err := checkReplica(replica, committed); err != nil {
 		return err
 	}
 	diag, err := w.pod.local.Diagnostics(ctx)
@@ -149,7 +163,7 @@ func (w *world) check(ctx context.Context) error {
 			inTable = new(coverage.RangeSet)
 		}
 		if extra := coverage.Gaps(&checkpointed, inTable); !extra.IsEmpty() {
-			return fmt.Errorf("%w: %s's local tier marks %s of %s checkpointed, which the table lacks (it has %s)",
+			return fmt.Errorf("%w: %s's local tier marks %s of %s checkpointed, which the durable tier lacks (it has %s)",
 				ErrLeads, w.pod.name, extra.String(), dd.Destination, inTable)
 		}
 	}
@@ -158,8 +172,19 @@ func (w *world) check(ctx context.Context) error {
 
 // quiesce is recovery with faults off: checkpoint, plan, recover, until
 // the plan has nothing left that raw can serve; then every sink must hold
-// every batch raw holds, and the table must say so.
+// every batch raw holds, and the durable tier must say so.
 func (w *world) quiesce(ctx context.Context) error {
+	// A local tier that failed on a fault stays failed (it says to restart
+	// the process); ingests restart it after three failures in a row, but
+	// one that failed in a checkpoint late in the run may still be down.
+	// Its supervisor's health probe restarts it.
+	if diag, err := w.pod.local.Diagnostics(ctx); err == nil && diag.Failed != "" {
+		w.note("%s: local tier failed (%s): restarted", w.pod.name, diag.Failed)
+		w.res.Ops["restart"]++
+		if err := w.crash(ctx); err != nil {
+			return err
+		}
+	}
 	for round := 1; ; round++ {
 		w.step++
 		if err := w.pod.m.Sync(ctx); err != nil {
@@ -192,14 +217,71 @@ func (w *world) quiesce(ctx context.Context) error {
 			return fmt.Errorf("recovery with faults off: %d of %d done: %w", done, len(work), err)
 		}
 	}
-	committed, err := w.truth.Coverage(ctx, iceberg.Filter{})
+	committed, err := w.truth.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		return err
 	}
 	if problems := w.p.Incomplete(committed, 0); len(problems) > 0 {
 		return fmt.Errorf("after recovery with faults off: %v", problems)
 	}
+	if err := w.checkDataFiles(ctx); err != nil {
+		return err
+	}
+	if err := w.finalReplica(ctx); err != nil {
+		return err
+	}
+	// The faults are gone: whatever they left in the coverage table (the
+	// tier, or the replica), a compaction must now go through, or the
+	// table grows for ever.
+	res, err := compaction.Compact(ctx, w.ice, compaction.Options{Job: "sim-compaction", Logger: w.cfg.Logger})
+	w.note("final compaction: %d files into %d: %v", res.FilesRead, res.FilesWritten, errText(err))
+	if err != nil {
+		return fmt.Errorf("compaction of the coverage table with faults off: %w", err)
+	}
 	return nil
+}
+
+// checkDataFiles fails if the coverage table lists a data file twice: a
+// commit applied twice. Its coverage is still right (a union), but every
+// later rewrite of that sink (compaction, replication) is refused.
+func (w *world) checkDataFiles(ctx context.Context) error {
+	tbl, err := w.iceTruth.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("loading the coverage table without faults: %w", err)
+	}
+	tasks, err := iceberg.DataFiles(ctx, tbl)
+	if err != nil {
+		return fmt.Errorf("listing the coverage table's data files without faults: %w", err)
+	}
+	seen := map[string]int{}
+	for _, t := range tasks {
+		if seen[t.File.FilePath()]++; seen[t.File.FilePath()] == 2 {
+			return fmt.Errorf("the coverage table lists data file %s twice: a commit was applied twice (%s)",
+				filepath.Base(t.File.FilePath()), committedTwice(tbl))
+		}
+	}
+	return nil
+}
+
+// committedTwice names the commits whose writer and name are in more than
+// one snapshot of tbl.
+func committedTwice(tbl *table.Table) string {
+	count := map[string]int{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties[iceberg.SummaryCheckpoint] != "" {
+			count[snap.Summary.Properties[iceberg.SummaryWriter]+" "+snap.Summary.Properties[iceberg.SummaryCheckpoint]]++
+		}
+	}
+	var twice []string
+	for _, k := range sortedKinds(count) {
+		if count[k] > 1 {
+			twice = append(twice, fmt.Sprintf("%s in %d snapshots", k, count[k]))
+		}
+	}
+	if len(twice) == 0 {
+		return "no commit name is in two snapshots"
+	}
+	return strings.Join(twice, ", ")
 }
 
 func errText(err error) string {
