@@ -125,7 +125,10 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 			}
 			continue
 		}
-		if !conflict && landedAnyway {
+		// Landed is landed, after a conflict too: an earlier attempt whose
+		// answer was lost (and whose lookup failed) may be what moved the
+		// table. Committing again would put its files in the table twice.
+		if landedAnyway {
 			return nil
 		}
 	}

@@ -21,6 +21,9 @@ type faultyCatalog struct {
 	catalog.Catalog
 	loadsFail, commitsFail, answersLost atomic.Int32 // how many more to fail
 	commits                             atomic.Int32 // commits that reached the catalog
+	// loadsFailAfterLoss: a lost answer also fails this many loads after it
+	// (the connection stays down for the lookup that follows).
+	loadsFailAfterLoss atomic.Int32
 }
 
 func (c *faultyCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
@@ -42,6 +45,7 @@ func (c *faultyCatalog) CommitTable(ctx context.Context, id table.Identifier, re
 	if err == nil {
 		c.commits.Add(1)
 		if c.answersLost.Add(-1) >= 0 {
+			c.loadsFail.Store(c.loadsFailAfterLoss.Load())
 			return nil, "", errors.New("unexpected EOF")
 		}
 	}
@@ -98,6 +102,25 @@ func TestAppendFindsACommitWhoseAnswerWasLost(t *testing.T) {
 	}
 	if n := cat.commits.Load(); n != 1 {
 		t.Fatalf("%d commits reached the catalog, want 1", n)
+	}
+	assertSnapshots(t, tbl, 1)
+}
+
+// A commit whose answer was lost, looked for by a load that fails too,
+// then retried on the old metadata and refused as a conflict (the table
+// moved: by the commit itself), is found by the reload after the conflict
+// and not committed a second time. Committing it again put its data files
+// in the table twice, which every later rewrite of the sink then refused.
+func TestAppendFindsALostCommitAfterAFailedLoadAndAConflict(t *testing.T) {
+	ctx := context.Background()
+	tbl, cat := openFaulty(t)
+	cat.answersLost.Store(1)
+	cat.loadsFailAfterLoss.Store(1)
+	if err := tbl.Append(ctx, oneRange("pod/1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := cat.commits.Load(); n != 1 {
+		t.Fatalf("%d commits reached the catalog, want 1: the lost commit was committed again", n)
 	}
 	assertSnapshots(t, tbl, 1)
 }
