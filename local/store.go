@@ -137,7 +137,11 @@ func open(opts Options) (*Store, error) {
 			return openError(opts.Dir, err)
 		}
 		s.db = db
-		return s.load()
+		if err := s.load(); err != nil {
+			return err
+		}
+		s.checkInvariantsLocked() // no lock needed yet: nothing else has s
+		return nil
 	})
 	if err == nil {
 		err = h.failed() // corruption Pebble found in the background meanwhile
@@ -179,6 +183,7 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.checkInvariantsLocked()
 	if err := s.recordableLocked(); err != nil {
 		return coverage.NewError("record", d, r, err)
 	}
@@ -207,6 +212,7 @@ func (s *Store) RecordBatch(ctx context.Context, entries []coverage.Entry) (int,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.checkInvariantsLocked()
 	if err := s.recordableLocked(); err != nil {
 		return 0, coverage.NewError("record", first.Destination, first.Range, err)
 	}
