@@ -124,6 +124,11 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 	if err != nil {
 		return err
 	}
+	if len(parts) == 0 {
+		// No ranges: no sink to write, nor any name to look for (split).
+		s.stats.appends.Add(1)
+		return nil
+	}
 	sinks := make([]string, 0, len(parts))
 	for sink := range parts {
 		sinks = append(sinks, sink)
