@@ -260,6 +260,15 @@ func (v *onceValue) Set(s string) error {
 	return v.Value.Set(s)
 }
 
+// String is the wrapped value's; "" for the zero onceValue, on which the
+// flag package calls it to tell a default from none in --help.
+func (v *onceValue) String() string {
+	if v == nil || v.Value == nil {
+		return ""
+	}
+	return v.Value.String()
+}
+
 // IsBoolFlag keeps -json and the like valid without a value.
 func (v *onceValue) IsBoolFlag() bool {
 	b, ok := v.Value.(interface{ IsBoolFlag() bool })
