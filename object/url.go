@@ -60,6 +60,13 @@ func ParseURL(raw string) (Location, error) {
 		if strings.Contains(prefix, "//") {
 			return bad("an empty path segment in the prefix")
 		}
+		// As Options.Prefix: a store or proxy that normalizes paths would
+		// resolve these to another prefix, or outside the bucket.
+		for seg := range strings.SplitSeq(strings.TrimSuffix(prefix, "/"), "/") {
+			if seg == "." || seg == ".." {
+				return bad(`a "." or ".." segment in the prefix`)
+			}
+		}
 		return Location{Scheme: "s3", Bucket: u.Host, Prefix: prefix}, nil
 	case "file":
 		if u.Opaque != "" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
