@@ -231,3 +231,42 @@ func checkModelBetween(t *testing.T, got map[coverage.Destination]*coverage.Rang
 		}
 	}
 }
+
+// TestNameReusedPastStaleCache: a Store checks a checkpoint's name against
+// the objects it cached, so a name another process reused since (the same
+// writer, another payload) is found only at that sink's conditional write,
+// after earlier sinks may have been written. ErrNameReused still comes
+// back; the sink that holds the other payload keeps it alone, Landed is
+// false for the name, and a retry is refused as well.
+func TestNameReusedPastStaleCache(t *testing.T) {
+	dir := t.TempDir()
+	s1, s2 := openDirStore(t, dir), openDirStore(t, dir)
+	a, b := coverage.Destination{Sink: "a", Topic: "t"}, coverage.Destination{Sink: "b", Topic: "t"}
+	one := func(d coverage.Destination, start uint64) coverage.DestinationRanges {
+		return coverage.DestinationRanges{Destination: d, Ranges: []coverage.Range{{Start: start, End: start + 1}}}
+	}
+	if err := s1.Append(ctx, durable.Checkpoint{Writer: "w", Name: "n1", Ranges: []coverage.DestinationRanges{one(a, 0), one(b, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Append(ctx, durable.Checkpoint{Writer: "w", Name: "x", Ranges: []coverage.DestinationRanges{one(b, 5)}}); err != nil {
+		t.Fatal(err)
+	}
+	reused := durable.Checkpoint{Writer: "w", Name: "x", Ranges: []coverage.DestinationRanges{one(a, 10), one(b, 10)}}
+	if err := s1.Append(ctx, reused); !errors.Is(err, durable.ErrNameReused) {
+		t.Fatalf("a name reused past the cache: %v, want ErrNameReused", err)
+	}
+	cov, err := s2.Coverage(ctx, durable.Filter{Sink: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := coverage.NewRangeSet(coverage.Range{Start: 0, End: 1}, coverage.Range{Start: 5, End: 6}); !cov[b].Equal(&want) {
+		t.Fatalf("sink b covers %v, want %v", cov[b].Ranges(), want.Ranges())
+	}
+	if ok, err := s2.Landed(ctx, "w", "x"); ok || err != nil {
+		t.Fatalf("landed with the name bound to two payloads: %v, %v", ok, err)
+	}
+	reused.MayHaveLanded = true
+	if err := s1.Append(ctx, reused); !errors.Is(err, durable.ErrNameReused) {
+		t.Fatalf("the retry: %v, want ErrNameReused", err)
+	}
+}

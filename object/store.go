@@ -25,7 +25,12 @@ import (
 // A checkpoint is written one sink's object at a time, in sink-name
 // order, each under its own condition; there is no transaction across
 // sinks. Every touched sink's object is read, and the name checked
-// (ErrNameReused), before any is written. If a later sink's write then
+// (ErrNameReused), before any is written; read from the cache below where
+// it has the object, so a name that another process (the same writer,
+// restarted) reused since is found only at that sink's write, after
+// earlier sinks may have taken this payload (as in a race, where no read
+// ahead could see it). It is still ErrNameReused, and Landed stays false
+// for a name bound to two payloads. If a later sink's write then
 // fails after an earlier one landed, Append returns an error and the
 // caller keeps the checkpoint pending: its retry (with MayHaveLanded)
 // finds the name in the sinks already written and skips them, and writes
