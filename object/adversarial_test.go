@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,5 +269,32 @@ func TestNameReusedPastStaleCache(t *testing.T) {
 	reused.MayHaveLanded = true
 	if err := s1.Append(ctx, reused); !errors.Is(err, durable.ErrNameReused) {
 		t.Fatalf("the retry: %v, want ErrNameReused", err)
+	}
+}
+
+// TestLongAndCaseOnlySinkNames: sink names at coverage.MaxNameLen that
+// differ only in their last byte (their keys share the cut encoding and
+// differ in the hash), and names differing only in case, stay apart on a
+// directory, each readable by its own filter.
+func TestLongAndCaseOnlySinkNames(t *testing.T) {
+	s := openDirStore(t, t.TempDir())
+	long := strings.Repeat("é", coverage.MaxNameLen/2-1)
+	names := []string{long + "a", long + "b", long + "A", "Lake", "lake", "LAKE", strings.Repeat("\U0001F600", coverage.MaxNameLen/4)}
+	m := model{}
+	for i, sink := range names {
+		c := durable.Checkpoint{Writer: "w", Name: fmt.Sprint(i), Ranges: []coverage.DestinationRanges{{
+			Destination: coverage.Destination{Sink: sink, Topic: "t"}, Ranges: []coverage.Range{{Start: uint64(i) * 10, End: uint64(i)*10 + 1}}}}}
+		if err := s.Append(ctx, c); err != nil {
+			t.Fatalf("sink %d (%d bytes): %v", i, len(sink), err)
+		}
+		m.add(c)
+	}
+	checkBetween(t, "all sinks", s, m, m)
+	for _, sink := range names {
+		cov, err := s.Coverage(ctx, durable.Filter{Sink: sink})
+		d := coverage.Destination{Sink: sink, Topic: "t"}
+		if err != nil || len(cov) != 1 || !cov[d].Equal(m[d]) {
+			t.Fatalf("sink of %d bytes alone: %v, %v", len(sink), cov, err)
+		}
 	}
 }
