@@ -176,7 +176,11 @@ func TestDiskFullInBackgroundFlush(t *testing.T) {
 	}
 	s.mu.Unlock()
 	inj.set(true)
-	if err := s.call(func() error { _, err := s.db.AsyncFlush(); return err }); err != nil {
+	// On a loaded machine the flush can fail the store before AsyncFlush
+	// returns: the call then reports the store's failure, which is what
+	// this test waits for below anyway.
+	if err := s.call(func() error { _, err := s.db.AsyncFlush(); return err }); err != nil &&
+		!(errors.Is(err, coverage.ErrUnavailable) && strings.Contains(err.Error(), "MANIFEST")) {
 		t.Fatal(err)
 	}
 	select {

@@ -17,8 +17,32 @@ import (
 // checkpointed that is not (a lead there). O(ranges) per call, which is
 // why only test builds with the invariants tag turn it on.
 func (s *Store) checkInvariantsLocked() {
-	beyondMaxBatchEnd, _ := coverage.NewRangeSet(coverage.Range{Start: coverage.MaxBatchEnd, End: math.MaxUint64})
 	for d, st := range s.dests {
+		checkDest(d, st)
+	}
+}
+
+// checkDestsLocked is checkInvariantsLocked for the destinations a record
+// touched: a check of every destination per record would make tests with
+// many destinations quadratic.
+func (s *Store) checkDestsLocked(ds ...coverage.Destination) {
+	for _, d := range ds {
+		if st := s.dests[d]; st != nil {
+			checkDest(d, st)
+		}
+	}
+}
+
+// checkEntriesLocked is checkDestsLocked for a batch's destinations.
+func (s *Store) checkEntriesLocked(entries []coverage.Entry) {
+	for _, e := range entries {
+		s.checkDestsLocked(e.Destination)
+	}
+}
+
+func checkDest(d coverage.Destination, st *destState) {
+	beyondMaxBatchEnd, _ := coverage.NewRangeSet(coverage.Range{Start: coverage.MaxBatchEnd, End: math.MaxUint64})
+	{
 		if extra := coverage.Gaps(&st.checkpointed, &st.covered); !extra.IsEmpty() {
 			panic(fmt.Sprintf("local invariants: %s: checkpointed %v is not covered", d, extra.String()))
 		}

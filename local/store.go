@@ -183,7 +183,7 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer s.checkInvariantsLocked()
+	defer s.checkDestsLocked(d)
 	if err := s.recordableLocked(); err != nil {
 		return coverage.NewError("record", d, r, err)
 	}
@@ -212,7 +212,7 @@ func (s *Store) RecordBatch(ctx context.Context, entries []coverage.Entry) (int,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer s.checkInvariantsLocked()
+	defer s.checkEntriesLocked(entries)
 	if err := s.recordableLocked(); err != nil {
 		return 0, coverage.NewError("record", first.Destination, first.Range, err)
 	}
