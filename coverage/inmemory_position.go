@@ -115,10 +115,17 @@ func (m *InMemoryPositions) Positions(ctx context.Context, source string, partit
 }
 
 func (m *InMemoryPositions) check(ctx context.Context, op, source string, partition int32) error {
+	return CheckPositionCall(ctx, m.sources, op, source, partition)
+}
+
+// CheckPositionCall is what every PositionStore checks before any I/O: a
+// live ctx, and a source whose positions are kept (CheckStoredSource). Its
+// error is an *Error naming op and the source's partition.
+func CheckPositionCall(ctx context.Context, regimes map[string]Regime, op, source string, partition int32) error {
 	if err := ctx.Err(); err != nil {
 		return NewError(op, positionDest(source, partition), Range{}, err)
 	}
-	if err := CheckStoredSource(m.sources, source); err != nil {
+	if err := CheckStoredSource(regimes, source); err != nil {
 		return NewError(op, positionDest(source, partition), Range{}, err)
 	}
 	return nil

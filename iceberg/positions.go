@@ -58,17 +58,13 @@ func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name,
 func (p *Positions) Table() *Table { return p.table }
 
 func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
-	dest := coverage.Destination{Topic: source, Partition: partition}
-	if err := ctx.Err(); err != nil {
-		return coverage.NewError(op, dest, coverage.Range{}, err)
-	}
-	if err := coverage.CheckStoredSource(p.regimes, source); err != nil {
-		return coverage.NewError(op, dest, coverage.Range{}, err)
+	if err := coverage.CheckPositionCall(ctx, p.regimes, op, source, partition); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return coverage.NewError(op, dest, coverage.Range{}, coverage.ErrClosed)
+		return coverage.NewError(op, coverage.Destination{Topic: source, Partition: partition}, coverage.Range{}, coverage.ErrClosed)
 	}
 	return nil
 }
