@@ -81,17 +81,9 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return res, err
 	}
-	tasks, err := iceberg.DataFiles(ctx, tbl)
+	bySink, err := iceberg.DataFilesBySink(ctx, tbl)
 	if err != nil {
 		return res, fmt.Errorf("compaction: refusing to rewrite %s: %w", t.Name(), err)
-	}
-	bySink := map[string][]table.FileScanTask{}
-	for _, task := range tasks {
-		sink, ok := iceberg.SinkOf(task.File)
-		if !ok {
-			return res, fmt.Errorf("compaction: data file %s of %s has no sink partition value", task.File.FilePath(), t.Name())
-		}
-		bySink[sink] = append(bySink[sink], task)
 	}
 	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
 		if err := ctx.Err(); err != nil {

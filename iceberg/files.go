@@ -29,3 +29,22 @@ func DataFiles(ctx context.Context, tbl *table.Table) ([]table.FileScanTask, err
 	}
 	return tasks, nil
 }
+
+// DataFilesBySink is DataFiles grouped by the sink each file holds (one
+// sink per file, the table's partitioning). A file whose sink cannot be
+// told is an error: rewriting a sink without it would leave its rows.
+func DataFilesBySink(ctx context.Context, tbl *table.Table) (map[string][]table.FileScanTask, error) {
+	tasks, err := DataFiles(ctx, tbl)
+	if err != nil {
+		return nil, err
+	}
+	bySink := map[string][]table.FileScanTask{}
+	for _, task := range tasks {
+		sink, ok := SinkOf(task.File)
+		if !ok {
+			return nil, fmt.Errorf("%w: data file %s of %s has no sink partition value", coverage.ErrCorrupt, task.File.FilePath(), strings.Join(tbl.Identifier(), "."))
+		}
+		bySink[sink] = append(bySink[sink], task)
+	}
+	return bySink, nil
+}

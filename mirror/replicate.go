@@ -55,17 +55,15 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 	if err != nil {
 		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
 	}
-	tasks, err := iceberg.DataFiles(ctx, tbl)
+	tasksOf, err := iceberg.DataFilesBySink(ctx, tbl)
 	if err != nil {
 		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
 	}
 	filesOf := map[string][]ice.DataFile{}
-	for _, task := range tasks {
-		sink, ok := iceberg.SinkOf(task.File)
-		if !ok {
-			return res, fmt.Errorf("mirror: replicate: data file %s of %s has no sink partition value", task.File.FilePath(), table.Name())
+	for sink, tasks := range tasksOf {
+		for _, task := range tasks {
+			filesOf[sink] = append(filesOf[sink], task.File)
 		}
-		filesOf[sink] = append(filesOf[sink], task.File)
 	}
 	// Read after the files were listed: the primary only grows, so what is
 	// written is at most what it holds.
