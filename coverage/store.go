@@ -96,11 +96,11 @@ type BatchRecorder interface {
 // promises; entries past it may or may not be: retrying from it is
 // harmless, and with an error it is needed.
 func RecordAll(ctx context.Context, s Store, entries []Entry) (int, error) {
+	if br, ok := s.(BatchRecorder); ok {
+		return br.RecordBatch(ctx, entries) // which validates every entry first
+	}
 	if err := ValidateEntries(entries); err != nil {
 		return 0, err
-	}
-	if br, ok := s.(BatchRecorder); ok {
-		return br.RecordBatch(ctx, entries)
 	}
 	for i, e := range entries {
 		if err := s.Record(ctx, e.Destination, e.Range); err != nil {
