@@ -128,41 +128,16 @@ func TestCrashDuringObjectCheckpoints(t *testing.T) {
 			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
 		child.KillAfter(t, time.Duration(200+r.IntN(800))*time.Millisecond, fmt.Sprintf("kill %d", kill))
 		logOffset = readAttempted(t, logPath, logOffset, attempted)
-		got, err := tier.Coverage(ctx, durable.Filter{})
-		if err != nil {
-			t.Fatalf("kill %d: the objects are not readable: %v", kill, err)
-		}
-		for d, set := range got {
-			if over := coverage.Gaps(set, attempted[d.Partition]); !over.IsEmpty() {
-				t.Fatalf("kill %d: the objects cover %v of %s that the child never recorded", kill, over.String(), d)
+		checkAfterKill(t, kill, tier, attempted, func() *Mirror {
+			l, err := local.Open(local.Options{Dir: localDir})
+			if err != nil {
+				t.Fatalf("kill %d: reopening the local tier: %v", kill, err)
 			}
-		}
-		// Restart on the same local tier: one Sync brings the objects up to it.
-		l, err := local.Open(local.Options{Dir: localDir})
-		if err != nil {
-			t.Fatalf("kill %d: reopening the local tier: %v", kill, err)
-		}
-		m, err := New(Options{Local: l, Durable: tier, Writer: "crasher"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Sync(ctx); err != nil {
-			t.Fatalf("kill %d: sync after restart: %v", kill, err)
-		}
-		got, _ = tier.Coverage(ctx, durable.Filter{})
-		for p := range int32(2) {
-			d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: p}
-			localSet, _ := m.Covered(ctx, d)
-			held := got[d]
-			if held == nil {
-				held = new(coverage.RangeSet)
+			m, err := New(Options{Local: l, Durable: tier, Writer: "crasher"})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if missing := coverage.Gaps(&localSet, held); !missing.IsEmpty() {
-				t.Fatalf("kill %d: after the restart's checkpoint the objects still lack %v of %s", kill, missing.String(), d)
-			}
-		}
-		if err := m.Close(); err != nil {
-			t.Fatal(err)
-		}
+			return m
+		})
 	}
 }

@@ -268,35 +268,43 @@ func crashDuringCheckpoints(t *testing.T, e *env, kills int) {
 		child.KillAfter(t, time.Duration(200+r.IntN(800))*time.Millisecond, fmt.Sprintf("kill %d", kill))
 		logOffset = readAttempted(t, logPath, logOffset, attempted)
 
-		table, err := e.table.Coverage(ctx, iceberg.Filter{})
-		if err != nil {
-			t.Fatalf("kill %d: the table is not readable: %v", kill, err)
+		checkAfterKill(t, kill, e.table, attempted, func() *Mirror { return e.owner(t, localDir, "crasher") })
+	}
+}
+
+// checkAfterKill checks a tier after a checkpointing child was killed: it
+// is readable and covers only ranges the child had recorded; and a Mirror
+// restarted on the child's local tier (restart) brings it up to that local
+// tier with one Sync.
+func checkAfterKill(t *testing.T, kill int, tier durable.Tier, attempted map[int32]*coverage.RangeSet, restart func() *Mirror) {
+	t.Helper()
+	got, err := tier.Coverage(ctx, durable.Filter{})
+	if err != nil {
+		t.Fatalf("kill %d: %s is not readable: %v", kill, tier.Name(), err)
+	}
+	for d, set := range got {
+		if over := coverage.Gaps(set, attempted[d.Partition]); !over.IsEmpty() {
+			t.Fatalf("kill %d: %s covers %v of %s that the child never recorded", kill, tier.Name(), over.String(), d)
 		}
-		for d, set := range table {
-			if over := coverage.Gaps(set, attempted[d.Partition]); !over.IsEmpty() {
-				t.Fatalf("kill %d: the table covers %v of %s that the child never recorded", kill, over.String(), d)
-			}
+	}
+	m := restart()
+	if err := m.Sync(ctx); err != nil {
+		t.Fatalf("kill %d: sync after restart: %v", kill, err)
+	}
+	got, _ = tier.Coverage(ctx, durable.Filter{})
+	for p := range int32(2) {
+		d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: p}
+		localSet, _ := m.Covered(ctx, d)
+		held := got[d]
+		if held == nil {
+			held = new(coverage.RangeSet)
 		}
-		// Restart on the same local tier: one Sync brings the table up to it.
-		m := e.owner(t, localDir, "crasher")
-		if err := m.Sync(ctx); err != nil {
-			t.Fatalf("kill %d: sync after restart: %v", kill, err)
+		if missing := coverage.Gaps(&localSet, held); !missing.IsEmpty() {
+			t.Fatalf("kill %d: after the restart's checkpoint %s still lacks %v of %s", kill, tier.Name(), missing.String(), d)
 		}
-		table, _ = e.table.Coverage(ctx, iceberg.Filter{})
-		for p := range int32(2) {
-			d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: p}
-			localSet, _ := m.Covered(ctx, d)
-			durable := table[d]
-			if durable == nil {
-				durable = new(coverage.RangeSet)
-			}
-			if missing := coverage.Gaps(&localSet, durable); !missing.IsEmpty() {
-				t.Fatalf("kill %d: after the restart's checkpoint the table still lacks %v of %s", kill, missing.String(), d)
-			}
-		}
-		if err := m.Close(); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
