@@ -11,10 +11,10 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 )
 
-// ErrNoReference: the coverage table has rows, but none of the reference
+// ErrNoReference: the durable tier has rows, but none of the reference
 // sink, so nothing can be measured against it (a misspelled --reference, or
 // raw's coverage never checkpointed at all).
-var ErrNoReference = errors.New("the reference sink has no rows in the coverage table")
+var ErrNoReference = errors.New("the reference sink has no rows in the durable tier")
 
 // NoReferenceError is Plan's error for a reference without rows: it names
 // the reference and the sinks the table does have. It wraps ErrNoReference.

@@ -86,7 +86,7 @@ func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
 	var nre *mirror.NoReferenceError
 	switch {
 	case errors.As(err, &nre):
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in the coverage table; the table has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, sinkList(nre.Sinks)), Rule: "no-reference"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in %s; it has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, s.opts.Durable.Name(), sinkList(nre.Sinks)), Rule: "no-reference"})
 		return
 	case err != nil:
 		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
