@@ -109,30 +109,21 @@ var (
 func Digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64) string {
 	// The bytes are gathered and hashed once: many small writes cost more
 	// than the hashing.
-	var buf []byte
+	merged := MergeRanges(ranges)
+	size := 24 + len(kind) + len(writer)
+	for _, dr := range merged {
+		size += 24 + len(dr.Destination.Sink) + len(dr.Destination.Topic) + 16*len(dr.Ranges)
+	}
+	buf := make([]byte, 0, size)
 	str := func(s string) { buf = append(binary.BigEndian.AppendUint64(buf, uint64(len(s))), s...) }
 	num := func(n uint64) { buf = binary.BigEndian.AppendUint64(buf, n) }
 	str(kind)
 	str(writer)
-	merged := map[coverage.Destination]*coverage.RangeSet{}
-	var dests []coverage.Destination
-	for _, dr := range ranges {
-		set := merged[dr.Destination]
-		if set == nil {
-			set = new(coverage.RangeSet)
-			merged[dr.Destination] = set
-			dests = append(dests, dr.Destination)
-		}
+	for _, dr := range merged {
+		str(dr.Destination.Sink)
+		str(dr.Destination.Topic)
+		num(uint64(uint32(dr.Destination.Partition)))
 		for _, r := range dr.Ranges {
-			_ = set.Add(r) // validated before; a bad range only changes the digest
-		}
-	}
-	slices.SortFunc(dests, coverage.Destination.Compare)
-	for _, d := range dests {
-		str(d.Sink)
-		str(d.Topic)
-		num(uint64(uint32(d.Partition)))
-		for _, r := range merged[d].Ranges() {
 			num(r.Start)
 			num(r.End)
 		}
@@ -140,4 +131,39 @@ func Digest(kind, writer string, ranges []coverage.DestinationRanges, rows int64
 	num(uint64(rows))
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:16])
+}
+
+// MergeRanges returns ranges with one entry per destination, in
+// destination order, each destination's ranges merged as by
+// coverage.Normalize (invalid ones dropped). A destination listed without
+// ranges keeps an entry with none. When ranges are already in that form
+// it returns them as they are, without a copy: the caller must not modify
+// the result.
+func MergeRanges(ranges []coverage.DestinationRanges) []coverage.DestinationRanges {
+	merged := true
+	for i, dr := range ranges {
+		if (i > 0 && ranges[i-1].Destination.Compare(dr.Destination) >= 0) || !coverage.IsNormalized(dr.Ranges) {
+			merged = false
+			break
+		}
+	}
+	if merged {
+		return ranges
+	}
+	byDest := make(map[coverage.Destination]int, len(ranges))
+	out := make([]coverage.DestinationRanges, 0, len(ranges))
+	for _, dr := range ranges {
+		i, ok := byDest[dr.Destination]
+		if !ok {
+			i = len(out)
+			byDest[dr.Destination] = i
+			out = append(out, coverage.DestinationRanges{Destination: dr.Destination})
+		}
+		out[i].Ranges = append(out[i].Ranges, dr.Ranges...)
+	}
+	for i := range out {
+		out[i].Ranges = coverage.Normalize(out[i].Ranges)
+	}
+	slices.SortFunc(out, func(a, b coverage.DestinationRanges) int { return a.Destination.Compare(b.Destination) })
+	return out
 }
