@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -39,9 +40,9 @@ func sinkKey(prefix, sink string) string {
 // part is a checkpoint's ranges for one sink, with what binds them.
 type part struct {
 	writer, name string
-	sinks        uint64          // how many sinks the checkpoint writes to
-	digest       [digestLen]byte // the whole checkpoint's digest
-	dests        map[coverage.Destination]*coverage.RangeSet
+	sinks        uint64                       // how many sinks the checkpoint writes to
+	digest       [digestLen]byte              // the whole checkpoint's digest
+	dests        []coverage.DestinationRanges // merged, in destination order; shared with the checkpoint: read only
 }
 
 // lookup returns writer's entry for name, if the object keeps it.
@@ -62,7 +63,8 @@ func (o *sinkObject) lookup(writer, name string) (nameEntry, bool) {
 // writer and time, and p's name among its writer's recent names, dropping
 // names and writers past MaxNamesPerWriter and MaxWriters.
 func (o *sinkObject) apply(p *part, now int64) {
-	for d, set := range p.dests {
+	for _, dr := range p.dests {
+		d := dr.Destination
 		i, ok := slices.BinarySearchFunc(o.Dests, d, func(s destState, d coverage.Destination) int {
 			return compareDest(s.Topic, s.Partition, d.Topic, d.Partition)
 		})
@@ -70,7 +72,7 @@ func (o *sinkObject) apply(p *part, now int64) {
 			o.Dests = slices.Insert(o.Dests, i, destState{Topic: d.Topic, Partition: d.Partition})
 		}
 		ds := &o.Dests[i]
-		ds.Ranges = unionRanges(ds.Ranges, set.Ranges())
+		ds.Ranges = unionInto(ds.Ranges, dr.Ranges)
 		ds.LastWriter, ds.LastWrite = p.writer, now
 	}
 	i, ok := slices.BinarySearchFunc(o.Writers, p.writer, func(w writerState, s string) int { return strings.Compare(w.Writer, s) })
@@ -92,6 +94,22 @@ func (o *sinkObject) apply(p *part, now int64) {
 		}
 		o.Writers = slices.Delete(o.Writers, oldest, oldest+1)
 	}
+}
+
+// unionInto returns the union of a and b, reusing a's array: the ranges
+// of a that end before b's first starts stay where they are, so the usual
+// checkpoint (ranges past a destination's last) costs an append, not a
+// copy of the destination's every range.
+func unionInto(a, b []coverage.Range) []coverage.Range {
+	if len(b) == 0 {
+		return a
+	}
+	k := sort.Search(len(a), func(i int) bool { return a[i].End >= b[0].Start })
+	if k == len(a) {
+		return append(a, b...)
+	}
+	tail := unionRanges(a[k:], b) // a new array: a[k:] is read before it is overwritten
+	return append(a[:k], tail...)
 }
 
 // unionRanges merges two ascending lists of non-touching ranges into one,

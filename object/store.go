@@ -164,8 +164,24 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
 		}
 		p := parts[sinks[0]]
+		touched := make(map[string]bool, len(sinks))
+		for _, sink := range sinks {
+			touched[sinkKey(s.opts.Prefix, sink)] = true // read and checked above
+		}
 		for _, key := range keys {
+			if touched[key] {
+				continue
+			}
 			o, _, err := s.read(ctx, key, "")
+			if unreadable(err) {
+				// Another sink's object that cannot be read cannot hold
+				// this name for us to find; refusing here would stop
+				// every sink's retries behind it. Readers of that sink
+				// still fail on it, loudly.
+				s.opts.Logger.Warn("object: skipping an unreadable sink object in the search for a reused checkpoint name",
+					"key", key, "checkpoint", c.Name, "writer", c.Writer, "err", err)
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
 			}
@@ -176,41 +192,41 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 	}
 	for i, sink := range sinks {
 		if err := s.write(ctx, sink, parts[sink], read[sink].o, read[sink].version); err != nil {
-			return fmt.Errorf("object: append %q of %q: sink %q (%d of its %d sinks written before it; append it again with MayHaveLanded): %w",
-				c.Name, c.Writer, sink, i, len(sinks), err)
+			advice := "append it again with MayHaveLanded"
+			switch {
+			case errors.Is(err, durable.ErrNameReused):
+				advice = "give every distinct checkpoint its own name"
+			case unreadable(err):
+				advice = "the object is left as it is; restore it or move it aside, then append again"
+			}
+			return fmt.Errorf("object: append %q of %q: sink %q (%d of its %d sinks written before it; %s): %w",
+				c.Name, c.Writer, sink, i, len(sinks), advice, err)
 		}
 	}
 	s.stats.appends.Add(1)
 	return nil
 }
 
-// split groups the checkpoint's ranges by sink. A checkpoint without
-// ranges touches no sink: there is nothing to write, nor to find later.
+// split groups the checkpoint's ranges by sink, merged per destination.
+// A checkpoint without ranges touches no sink: there is nothing to write,
+// nor to find later.
 func split(c durable.Checkpoint) (map[string]*part, error) {
-	raw, err := hex.DecodeString(durable.Digest("append", c.Writer, c.Ranges, c.Rows()))
+	merged := durable.MergeRanges(c.Ranges)
+	raw, err := hex.DecodeString(durable.Digest("append", c.Writer, merged, c.Rows()))
 	if err != nil || len(raw) != digestLen {
 		return nil, fmt.Errorf("object: the payload digest %x is not %d bytes: %v", raw, digestLen, err)
 	}
 	parts := map[string]*part{}
-	for _, dr := range c.Ranges {
+	for _, dr := range merged {
 		if len(dr.Ranges) == 0 {
 			continue
 		}
 		p := parts[dr.Destination.Sink]
 		if p == nil {
-			p = &part{writer: c.Writer, name: c.Name, digest: [digestLen]byte(raw), dests: map[coverage.Destination]*coverage.RangeSet{}}
+			p = &part{writer: c.Writer, name: c.Name, digest: [digestLen]byte(raw)}
 			parts[dr.Destination.Sink] = p
 		}
-		set := p.dests[dr.Destination]
-		if set == nil {
-			set = new(coverage.RangeSet)
-			p.dests[dr.Destination] = set
-		}
-		for _, r := range dr.Ranges {
-			if err := set.Add(r); err != nil {
-				return nil, err // Validate refused these already
-			}
-		}
+		p.dests = append(p.dests, dr) // in destination order, as merged
 	}
 	for _, p := range parts {
 		p.sinks = uint64(len(parts))
@@ -269,7 +285,7 @@ func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, 
 		}
 		var err error
 		if o, version, err = s.read(ctx, key, sink); err != nil {
-			if errors.Is(err, ErrCorruptObject) || errors.Is(err, ErrUnknownVersion) {
+			if unreadable(err) {
 				return err
 			}
 			last = err
@@ -316,6 +332,12 @@ func (s *Store) read(ctx context.Context, key, sink string) (*sinkObject, string
 		return nil, "", fmt.Errorf("%s of %s (left as it is): %w: it holds sink %q, another key's", key, s.opts.Blobs.Name(), ErrCorruptObject, o.Sink)
 	}
 	return o, version, nil
+}
+
+// unreadable: the object is there but cannot be read (a bad checksum, a
+// format this build does not know), as opposed to failing to reach it.
+func unreadable(err error) bool {
+	return errors.Is(err, ErrCorruptObject) || errors.Is(err, ErrUnknownVersion)
 }
 
 // list returns the keys of every sink's object.
@@ -393,10 +415,25 @@ func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.
 // MaxNamesPerWriter and MaxWriters it answers false, as it does for a
 // partly written checkpoint: a re-append, which is harmless.
 func (s *Store) Landed(ctx context.Context, writer, name string) (bool, error) {
+	keys, err := s.list(ctx)
+	if err != nil {
+		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)
+	}
 	var hits uint64
 	var first nameEntry
 	agree := true
-	err := s.scan(ctx, "", func(o *sinkObject) {
+	for _, key := range keys {
+		o, _, err := s.read(ctx, key, "")
+		if unreadable(err) {
+			// It may hold the name; counting it as not holding it can
+			// only answer false, which costs a re-append, and that
+			// re-append refuses to overwrite the object.
+			s.opts.Logger.Warn("object: an unreadable sink object counts as not holding the checkpoint", "key", key, "checkpoint", name, "writer", writer, "err", err)
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)
+		}
 		if e, ok := o.lookup(writer, name); ok {
 			if hits == 0 {
 				first = e
@@ -404,9 +441,6 @@ func (s *Store) Landed(ctx context.Context, writer, name string) (bool, error) {
 			agree = agree && e == first
 			hits++
 		}
-	})
-	if err != nil {
-		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)
 	}
 	return agree && hits > 0 && hits == first.Sinks, nil
 }

@@ -171,7 +171,8 @@ func TestLandedPartly(t *testing.T) {
 }
 
 // TestCorruptObjectRefused: a flipped byte makes Append and Coverage fail
-// with ErrCorruptObject naming the key, and the object stays as it is.
+// with ErrCorruptObject naming the key, and the object stays as it is;
+// other sinks' checkpoints, retries included, go on.
 func TestCorruptObjectRefused(t *testing.T) {
 	dir := t.TempDir()
 	s := openDirStore(t, dir)
@@ -200,8 +201,22 @@ func TestCorruptObjectRefused(t *testing.T) {
 	if err := s.Append(ctx, ck("2")); !errors.Is(err, ErrCorruptObject) || !strings.Contains(err.Error(), key) {
 		t.Fatalf("append to a corrupt object: %v", err)
 	}
-	if _, err := s.Landed(ctx, "w", "1"); !errors.Is(err, ErrCorruptObject) {
-		t.Fatalf("landed over a corrupt object: %v", err)
+	if err := s.Append(ctx, ck("2")); err == nil || strings.Contains(err.Error(), "append it again") {
+		t.Fatalf("the advice on a corrupt object is to append again, which cannot succeed: %v", err)
+	}
+	// What the corrupt object holds cannot be found: not landed, which
+	// costs a re-append, and that re-append refuses the object again.
+	if landed, err := s.Landed(ctx, "w", "1"); landed || err != nil {
+		t.Fatalf("landed over a corrupt object: %v, %v", landed, err)
+	}
+	// Another sink's retry after an unknown outcome is not held up by it.
+	other := durable.Checkpoint{Writer: "w", Name: "3", MayHaveLanded: true,
+		Ranges: []coverage.DestinationRanges{{Destination: d.WithSink("search"), Ranges: []coverage.Range{{Start: 0, End: 5}}}}}
+	if err := s.Append(ctx, other); err != nil {
+		t.Fatalf("a retry into another sink, beside a corrupt object: %v", err)
+	}
+	if landed, err := s.Landed(ctx, "w", "3"); !landed || err != nil {
+		t.Fatalf("landed of the other sink's checkpoint: %v, %v", landed, err)
 	}
 	if after, _ := os.ReadFile(p); !bytes.Equal(after, data) {
 		t.Fatal("the corrupt object was overwritten")
@@ -214,8 +229,8 @@ func TestRecentNamesBounded(t *testing.T) {
 	o := &sinkObject{Sink: "lake"}
 	d := coverage.Destination{Sink: "lake", Topic: "t"}
 	add := func(writer, name string, now int64) {
-		set, _ := coverage.NewRangeSet(coverage.Range{Start: uint64(now), End: uint64(now) + 1})
-		o.apply(&part{writer: writer, name: name, sinks: 1, dests: map[coverage.Destination]*coverage.RangeSet{d: &set}}, now)
+		r := coverage.Range{Start: uint64(now), End: uint64(now) + 1}
+		o.apply(&part{writer: writer, name: name, sinks: 1, dests: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}}, now)
 	}
 	for i := range 100 {
 		add("w", fmt.Sprint(i), int64(i))
