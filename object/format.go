@@ -79,6 +79,12 @@ type destState struct {
 	LastWriter string // the writer of the last append that carried it
 	LastWrite  int64  // when, in unix nanoseconds (the writer's clock)
 	Ranges     []coverage.Range
+
+	// encoded is Ranges as encodeObject writes them (delta varints), kept
+	// in step by apply so that a checkpoint, which mostly appends past a
+	// destination's last range, encodes only what it appended; nil when
+	// not kept. Never written or read as such: the bytes are the same.
+	encoded []byte
 }
 
 // writerState is a writer's recent checkpoint names in this sink.
@@ -116,11 +122,10 @@ func encodeObject(o *sinkObject) []byte {
 		b = appendString(b, d.LastWriter)
 		b = binary.AppendVarint(b, d.LastWrite)
 		b = binary.AppendUvarint(b, uint64(len(d.Ranges)))
-		var prev uint64
-		for _, r := range d.Ranges {
-			b = binary.AppendUvarint(b, r.Start-prev)
-			b = binary.AppendUvarint(b, r.End-r.Start)
-			prev = r.End
+		if d.encoded != nil {
+			b = append(b, d.encoded...)
+		} else {
+			b = appendRanges(b, 0, d.Ranges)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(o.Writers)))
@@ -135,6 +140,17 @@ func encodeObject(o *sinkObject) []byte {
 		}
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// appendRanges appends ranges as delta varints: each start from the end
+// before it (prev for the first), then its length.
+func appendRanges(b []byte, prev uint64, ranges []coverage.Range) []byte {
+	for _, r := range ranges {
+		b = binary.AppendUvarint(b, r.Start-prev)
+		b = binary.AppendUvarint(b, r.End-r.Start)
+		prev = r.End
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {

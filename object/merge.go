@@ -72,6 +72,7 @@ func (o *sinkObject) apply(p *part, now int64) {
 			o.Dests = slices.Insert(o.Dests, i, destState{Topic: d.Topic, Partition: d.Partition})
 		}
 		ds := &o.Dests[i]
+		ds.encoded = appendEncoded(ds, dr.Ranges)
 		ds.Ranges = unionInto(ds.Ranges, dr.Ranges)
 		ds.LastWriter, ds.LastWrite = p.writer, now
 	}
@@ -94,6 +95,23 @@ func (o *sinkObject) apply(p *part, now int64) {
 		}
 		o.Writers = slices.Delete(o.Writers, oldest, oldest+1)
 	}
+}
+
+// appendEncoded returns ds.encoded extended by ranges, which are about to
+// be merged into ds.Ranges, when they lie past its last range and do not
+// touch it (an append, whose encoding follows the old one's), and nil,
+// not kept, otherwise.
+func appendEncoded(ds *destState, ranges []coverage.Range) []byte {
+	n := len(ds.Ranges)
+	switch {
+	case len(ranges) == 0:
+		return ds.encoded
+	case n == 0:
+		return appendRanges(nil, 0, ranges)
+	case ds.encoded != nil && ds.Ranges[n-1].End < ranges[0].Start:
+		return appendRanges(ds.encoded, ds.Ranges[n-1].End, ranges)
+	}
+	return nil
 }
 
 // unionInto returns the union of a and b, reusing a's array: the ranges

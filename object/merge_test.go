@@ -1,7 +1,9 @@
 package object
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -43,6 +45,60 @@ func TestUnionIntoMatchesNormalize(t *testing.T) {
 		}
 		if !slices.Equal(b, bBefore) {
 			t.Fatalf("case %d: the checkpoint's ranges changed: %v became %v", i, bBefore, b)
+		}
+	}
+}
+
+// TestKeptEncodingMatchesFresh: after random checkpoints (appends past a
+// destination's last range, merges among its ranges, new destinations),
+// the object's bytes with the encodings apply keeps are the bytes of the
+// same object encoded afresh, and decode to the same ranges.
+func TestKeptEncodingMatchesFresh(t *testing.T) {
+	seed := *unionSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -union-seed %d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for round := range 200 {
+		o := &sinkObject{Sink: "lake"}
+		next := make([]uint64, 4)
+		for i := range 50 {
+			p := &part{writer: "w", name: fmt.Sprint(i), sinks: 1}
+			for part := range int32(4) {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				var rs []coverage.Range
+				for range 1 + rng.IntN(3) {
+					start := next[part] + rng.Uint64N(4) // mostly past the last, sometimes touching it
+					if rng.IntN(5) == 0 {
+						start = rng.Uint64N(next[part] + 1) // among the old ranges
+					}
+					rs = append(rs, coverage.Range{Start: start, End: start + 1 + rng.Uint64N(3)})
+					next[part] = max(next[part], rs[len(rs)-1].End)
+				}
+				p.dests = append(p.dests, coverage.DestinationRanges{Destination: coverage.Destination{Sink: "lake", Topic: "t", Partition: part}, Ranges: coverage.Normalize(rs)})
+			}
+			o.apply(p, int64(i))
+			kept := encodeObject(o)
+			fresh := *o
+			fresh.Dests = slices.Clone(o.Dests)
+			for j := range fresh.Dests {
+				fresh.Dests[j].encoded = nil
+			}
+			if want := encodeObject(&fresh); !bytes.Equal(kept, want) {
+				t.Fatalf("round %d, checkpoint %d: the kept encoding differs from a fresh one", round, i)
+			}
+			back, err := decodeObject(kept)
+			if err != nil {
+				t.Fatalf("round %d, checkpoint %d: %v", round, i, err)
+			}
+			for j, d := range back.Dests {
+				if !slices.Equal(d.Ranges, o.Dests[j].Ranges) {
+					t.Fatalf("round %d, checkpoint %d: %v decoded as %v", round, i, o.Dests[j].Ranges, d.Ranges)
+				}
+			}
 		}
 	}
 }
