@@ -11,7 +11,10 @@
 // create). A lost race re-reads and re-merges, so no writer's ranges are
 // dropped; a write of unknown outcome is retried the same way, which is
 // harmless because a union is idempotent. An object that cannot be read
-// (an unknown format version, a bad checksum) is never overwritten.
+// (an unknown format version, a bad checksum) is never overwritten: every
+// append to its sink and every read of it fails, naming it, while other
+// sinks go on (Landed counts it as not holding a name, which can only cost
+// a re-append).
 // Stores that get conditional writes wrong would break this silently, so
 // CheckStore proves the store honours them before the Store writes.
 //
