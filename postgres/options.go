@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultSchema is the schema the tables live in when Options.Schema is
+// empty.
+const DefaultSchema = "covmirror"
+
+// Options configures Open and OpenPositions. The zero value of every field
+// but one of URL and Pool is a documented default; EnsureDefaults fills
+// them in and Validate checks the result.
+type Options struct {
+	// URL is the server to connect to, as pgx parses it
+	// ("postgres://user@host:5432/db?sslmode=disable", or key=value
+	// pairs). The Tier opens a pool on it and closes it on Close. Give
+	// exactly one of URL and Pool.
+	URL string
+
+	// Pool is a pool the caller opened and closes: the Tier uses it and
+	// never closes it. Give exactly one of URL and Pool.
+	Pool *pgxpool.Pool
+
+	// Schema holds the tables: a plain identifier (a lowercase letter or
+	// underscore, then lowercase letters, digits or underscores, at most
+	// 63 bytes), always quoted in SQL. Zero value: "covmirror".
+	Schema string
+
+	// MaxAttempts bounds the tries of one transaction that PostgreSQL
+	// aborted as a serialization failure (40001) or a deadlock (40P01),
+	// which roll back and are safe to run again. Any other error is
+	// returned at once. Zero value: 10.
+	MaxAttempts int
+
+	// MinBackoff and MaxBackoff bound the wait before the next attempt: a
+	// random time (full jitter) below MinBackoff doubled per attempt,
+	// capped at MaxBackoff. Zero values: 5ms and 1s.
+	MinBackoff, MaxBackoff time.Duration
+
+	// Logger receives the tier's few log lines (a transaction being
+	// retried). Zero value: discard.
+	Logger *slog.Logger
+
+	// Now is the clock that stamps last writes and checkpoints, for tests.
+	// Zero value: time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in the zero-valued fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = 5 * time.Millisecond
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate reports options Open cannot work with.
+func (o *Options) Validate() error {
+	if (o.URL == "") == (o.Pool == nil) {
+		return errors.New("postgres: give exactly one of Options.URL and Options.Pool")
+	}
+	if err := ValidateSchema(o.Schema); err != nil {
+		return err
+	}
+	if o.MaxAttempts < 1 {
+		return fmt.Errorf("postgres: Options.MaxAttempts is %d: it must be positive", o.MaxAttempts)
+	}
+	if o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
+		return fmt.Errorf("postgres: Options.MinBackoff %v and MaxBackoff %v: need 0 <= MinBackoff <= MaxBackoff", o.MinBackoff, o.MaxBackoff)
+	}
+	return nil
+}
+
+var plainIdentifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// ValidateSchema reports a schema name that is not a plain identifier. The
+// name is quoted in SQL anyway; the rule keeps it one that needs no
+// quoting by hand in psql, and so one an operator can type.
+func ValidateSchema(schema string) error {
+	if !plainIdentifier.MatchString(schema) {
+		return fmt.Errorf("postgres: schema %q is not a plain identifier (a lowercase letter or underscore, then lowercase letters, digits or underscores, at most 63 bytes)", schema)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+const (
+	// MaxCursorLen bounds a stored position's cursor, in bytes.
+	MaxCursorLen = 64 << 10
+
+	// MaxPositionsPerPartition is how many positions a partition keeps:
+	// its highest by (batch, cursor). A save deletes the ones below them,
+	// in its transaction.
+	MaxPositionsPerPartition = 256
+)
+
+// Positions keeps stored source positions as a coverage.PositionStore in
+// the positions table of the tier's schema: one row per distinct
+// (source, partition, batch, cursor), so positions saved by concurrent
+// owners are all kept (union, never last-write-wins) and a retried save
+// adds nothing.
+//
+// # Bound
+//
+// Each partition keeps its highest MaxPositionsPerPartition positions.
+// coverage.ResumePosition chooses the greatest stored batch that raw's
+// coverage reaches without a gap, so dropping the lowest can only make it
+// choose an earlier one or none: a lag, which costs a replay, never a
+// lead. A save deletes only positions that at least that many positions it
+// sees rank above, so concurrent saves never drop one of the highest.
+//
+// Positions is safe for concurrent use, and any number of them, in any
+// number of processes, may share one schema.
+type Positions struct {
+	tier    *Tier
+	regimes map[string]coverage.Regime
+	table   string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ coverage.PositionStore = (*Positions)(nil)
+
+// OpenPositions opens the tier's schema as Open does (creating what is
+// missing) and returns a Positions for the configured sources. Every
+// source needs a name and a regime, and names must be unique; only Stored
+// sources' positions are kept.
+func OpenPositions(ctx context.Context, opts Options, sources ...coverage.Source) (*Positions, error) {
+	regimes, err := coverage.SourceRegimes(sources)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Positions{tier: t, regimes: regimes, table: pgx.Identifier{t.opts.Schema, "positions"}.Sanitize()}, nil
+}
+
+// Name names the location: server, database and schema.
+func (p *Positions) Name() string { return p.tier.Name() }
+
+// check refuses a call on a cancelled context, for a source whose
+// positions are not kept here, or after Close, before any I/O.
+func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
+	if err := coverage.CheckPositionCall(ctx, p.regimes, op, source, partition); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return coverage.NewError(op, coverage.Destination{Topic: source, Partition: partition}, coverage.Range{}, coverage.ErrClosed)
+	}
+	return nil
+}
+
+// SavePosition implements coverage.PositionStore.
+func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
+	const op = "save position"
+	if err := p.check(ctx, op, pos.Source, pos.Partition); err != nil {
+		return err
+	}
+	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
+	if err := pos.Validate(); err != nil {
+		return coverage.NewError(op, dest, coverage.Range{}, err)
+	}
+	switch {
+	case len(pos.Cursor) > MaxCursorLen:
+		return coverage.NewError(op, dest, coverage.Range{},
+			fmt.Errorf("%w: cursor of %d bytes, past %d", coverage.ErrInvalidPosition, len(pos.Cursor), MaxCursorLen))
+	case pos.Batch > coverage.MaxBatchEnd:
+		return coverage.NewError(op, dest, coverage.Range{},
+			fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
+	}
+	// A source name is configured and so has no NUL unless configured
+	// with one, which PostgreSQL refuses: an error, nothing stored.
+	now := p.tier.opts.Now()
+	err := p.tier.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		tag, err := tx.Exec(ctx, "INSERT INTO "+p.table+" (source, partition, batch, cursor, saved_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+			pos.Source, pos.Partition, int64(pos.Batch), pos.Cursor, now)
+		if err != nil {
+			return false, fmt.Errorf("insert: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return false, nil // saved before
+		}
+		_, err = tx.Exec(ctx, "DELETE FROM "+p.table+` WHERE source = $1 AND partition = $2 AND (batch, cursor) <
+			(SELECT batch, cursor FROM `+p.table+` WHERE source = $1 AND partition = $2 ORDER BY batch DESC, cursor DESC OFFSET $3 LIMIT 1)`,
+			pos.Source, pos.Partition, MaxPositionsPerPartition-1)
+		if err != nil {
+			return false, fmt.Errorf("drop the positions past the bound: %w", err)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+	}
+	return nil
+}
+
+// Positions implements coverage.PositionStore: the positions kept for the
+// source's partition, ordered by coverage.ComparePositions (bytea compares
+// as bytes.Compare does).
+func (p *Positions) Positions(ctx context.Context, source string, partition int32) ([]coverage.Position, error) {
+	const op = "positions"
+	if err := p.check(ctx, op, source, partition); err != nil {
+		return nil, err
+	}
+	dest := coverage.Destination{Topic: source, Partition: partition}
+	rows, err := p.tier.pool.Query(ctx, "SELECT batch, cursor FROM "+p.table+" WHERE source = $1 AND partition = $2 ORDER BY batch, cursor", source, partition)
+	if err != nil {
+		return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+	}
+	defer rows.Close()
+	out := []coverage.Position{}
+	for rows.Next() {
+		var batch int64
+		var cursor []byte
+		if err := rows.Scan(&batch, &cursor); err != nil {
+			return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+		}
+		if batch < 0 {
+			return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s holds a negative batch %d", coverage.ErrCorrupt, p.tier.Name(), batch))
+		}
+		out = append(out, coverage.Position{Source: source, Partition: partition, Cursor: cursor, Batch: uint64(batch)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+	}
+	return out, nil
+}
+
+// Close implements coverage.PositionStore: later calls fail with
+// coverage.ErrClosed. It closes the pool if OpenPositions opened it.
+func (p *Positions) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		p.tier.Close()
+	}
+	return nil
+}

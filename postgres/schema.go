@@ -1,0 +1,240 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	// ErrServerTooOld: the server is older than PostgreSQL 14, which has
+	// no multirange types. Nothing was created; use a newer server.
+	ErrServerTooOld = errors.New("PostgreSQL server too old: covmirror needs 14 or later")
+
+	// ErrSchemaMismatch: a table the tier uses exists with another shape
+	// (a column missing, extra or of another type, another primary key, or
+	// not a table). It is left as it is, never altered: point
+	// Options.Schema elsewhere or move the table aside.
+	ErrSchemaMismatch = errors.New("existing table has another shape")
+)
+
+// minServerVersion is PostgreSQL 14 in server_version_num form: multiranges
+// and range_agg came with it.
+const minServerVersion = 140000
+
+// checkServerVersion refuses a server_version_num below 14.
+func checkServerVersion(num int) error {
+	if num < minServerVersion {
+		return fmt.Errorf("postgres: %w (server_version_num %d)", ErrServerTooOld, num)
+	}
+	return nil
+}
+
+// column is one column as the tier creates it and expects it.
+type column struct {
+	name, typ string // typ as format_type prints it
+}
+
+// table is a table the tier owns: its columns and primary key.
+type table struct {
+	name    string
+	columns []column
+	key     []string
+}
+
+// tables are the tier's tables. Every column is NOT NULL.
+var tables = []table{
+	{"coverage", []column{
+		{"sink", "text"}, {"topic", "text"}, {"partition", "integer"},
+		{"covered", "int8multirange"},
+		{"last_writer", "text"}, {"last_write", "timestamp with time zone"},
+	}, []string{"sink", "topic", "partition"}},
+	{"checkpoints", []column{
+		{"writer", "text"}, {"name", "text"}, {"digest", "text"},
+		{"sinks", "text[]"}, {"ranges", "bigint"},
+		{"committed_at", "timestamp with time zone"},
+	}, []string{"writer", "name"}},
+	{"positions", []column{
+		{"source", "text"}, {"partition", "integer"}, {"batch", "bigint"},
+		{"cursor", "bytea"}, {"saved_at", "timestamp with time zone"},
+	}, []string{"source", "partition", "batch", "cursor"}},
+}
+
+// createSQL is t's CREATE TABLE IF NOT EXISTS in schema.
+func (t table) createSQL(schema string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (", pgx.Identifier{schema, t.name}.Sanitize())
+	for _, c := range t.columns {
+		fmt.Fprintf(&b, "%s %s NOT NULL, ", pgx.Identifier{c.name}.Sanitize(), c.typ)
+	}
+	keys := make([]string, len(t.key))
+	for i, k := range t.key {
+		keys[i] = pgx.Identifier{k}.Sanitize()
+	}
+	fmt.Fprintf(&b, "PRIMARY KEY (%s))", strings.Join(keys, ", "))
+	return b.String()
+}
+
+// querier is what the schema checks need of a pool, a connection or a
+// transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// ensureSchema creates the schema and the missing tables, and refuses a
+// table of another shape. When every table is there as expected it
+// writes nothing, so a role without CREATE can open an existing schema.
+func ensureSchema(ctx context.Context, db interface {
+	querier
+	Begin(ctx context.Context) (pgx.Tx, error)
+}, schema string) error {
+	missing, err := checkShape(ctx, db, schema)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// Concurrent CREATE ... IF NOT EXISTS can still collide on the
+	// catalogs' unique indexes; the lock makes openers take turns.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('covmirror/postgres/schema:' || $1, 0))", schema); err != nil {
+		return fmt.Errorf("postgres: lock for creating schema %q: %w", schema, err)
+	}
+	stmts := []string{"CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{schema}.Sanitize()}
+	for _, t := range tables {
+		stmts = append(stmts, t.createSQL(schema))
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("postgres: create schema %q: %s: %w", schema, s, err)
+		}
+	}
+	if missing, err := checkShape(ctx, tx, schema); err != nil {
+		return err
+	} else if len(missing) > 0 {
+		return fmt.Errorf("postgres: schema %q: tables %v still missing after creating them", schema, missing)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: create schema %q: commit: %w", schema, err)
+	}
+	return nil
+}
+
+// checkShape returns the tier's tables missing from schema, or
+// ErrSchemaMismatch naming every difference of the ones there.
+func checkShape(ctx context.Context, q querier, schema string) (missing []string, err error) {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.name
+	}
+	type found struct {
+		kind    string
+		columns map[string]column
+		notNull map[string]bool
+		key     []string
+	}
+	got := map[string]*found{}
+	rows, err := q.Query(ctx, `
+		SELECT c.relname, c.relkind::text, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE n.nspname = $1 AND c.relname = ANY($2)`, schema, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read the shape of schema %q: %w", schema, err)
+	}
+	for rows.Next() {
+		var rel, kind string
+		var col, typ *string
+		var notNull *bool
+		if err := rows.Scan(&rel, &kind, &col, &typ, &notNull); err != nil {
+			return nil, fmt.Errorf("postgres: read the shape of schema %q: %w", schema, err)
+		}
+		f := got[rel]
+		if f == nil {
+			f = &found{kind: kind, columns: map[string]column{}, notNull: map[string]bool{}}
+			got[rel] = f
+		}
+		if col != nil {
+			f.columns[*col] = column{*col, *typ}
+			f.notNull[*col] = *notNull
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read the shape of schema %q: %w", schema, err)
+	}
+	rows, err = q.Query(ctx, `
+		SELECT c.relname, array_agg(a.attname::text ORDER BY k.ord)
+		FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+		WHERE i.indisprimary AND n.nspname = $1 AND c.relname = ANY($2)
+		GROUP BY c.relname`, schema, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read the primary keys of schema %q: %w", schema, err)
+	}
+	for rows.Next() {
+		var rel string
+		var key []string
+		if err := rows.Scan(&rel, &key); err != nil {
+			return nil, fmt.Errorf("postgres: read the primary keys of schema %q: %w", schema, err)
+		}
+		if f := got[rel]; f != nil {
+			f.key = key
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read the primary keys of schema %q: %w", schema, err)
+	}
+
+	var diffs []string
+	for _, t := range tables {
+		f := got[t.name]
+		if f == nil {
+			missing = append(missing, t.name)
+			continue
+		}
+		if f.kind != "r" {
+			diffs = append(diffs, fmt.Sprintf("%s is not a plain table (relkind %q)", t.name, f.kind))
+			continue
+		}
+		want := map[string]bool{}
+		for _, c := range t.columns {
+			want[c.name] = true
+			g, ok := f.columns[c.name]
+			switch {
+			case !ok:
+				diffs = append(diffs, fmt.Sprintf("%s.%s is missing", t.name, c.name))
+			case g.typ != c.typ:
+				diffs = append(diffs, fmt.Sprintf("%s.%s is %s, want %s", t.name, c.name, g.typ, c.typ))
+			case !f.notNull[c.name]:
+				diffs = append(diffs, fmt.Sprintf("%s.%s is nullable, want NOT NULL", t.name, c.name))
+			}
+		}
+		var extra []string
+		for name := range f.columns {
+			if !want[name] {
+				extra = append(extra, name)
+			}
+		}
+		slices.Sort(extra)
+		for _, name := range extra {
+			diffs = append(diffs, fmt.Sprintf("%s.%s is not a column the tier knows", t.name, name))
+		}
+		if !slices.Equal(f.key, t.key) {
+			diffs = append(diffs, fmt.Sprintf("%s has primary key %v, want %v", t.name, f.key, t.key))
+		}
+	}
+	if len(diffs) > 0 {
+		return nil, fmt.Errorf("postgres: schema %q (left as it is): %w: %s", schema, ErrSchemaMismatch, strings.Join(diffs, "; "))
+	}
+	return missing, nil
+}

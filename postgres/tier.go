@@ -1,0 +1,321 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+)
+
+// Tier is the durable tier as PostgreSQL tables (see the package
+// documentation). It is safe for concurrent use, and any number of Tiers,
+// in any number of processes, may share one schema.
+type Tier struct {
+	opts     Options
+	pool     *pgxpool.Pool
+	ownsPool bool
+	name     string
+	coverage string // the quoted coverage table
+	ckpts    string // the quoted checkpoints table
+}
+
+// The tables are a durable tier.
+var _ durable.Tier = (*Tier)(nil)
+
+// Open connects (or takes Options.Pool), refuses a server older than 14
+// (ErrServerTooOld), creates the schema and any missing table, and refuses
+// a table of another shape (ErrSchemaMismatch), which it leaves as it is.
+func Open(ctx context.Context, opts Options) (*Tier, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Tier{
+		opts:     opts,
+		pool:     opts.Pool,
+		coverage: pgx.Identifier{opts.Schema, "coverage"}.Sanitize(),
+		ckpts:    pgx.Identifier{opts.Schema, "checkpoints"}.Sanitize(),
+	}
+	if t.pool == nil {
+		cfg, err := pgxpool.ParseConfig(opts.URL)
+		if err != nil {
+			// The error may quote the URL, password and all: not wrapped.
+			return nil, errors.New("postgres: Options.URL does not parse as a PostgreSQL connection string")
+		}
+		if t.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("postgres: open a pool: %w", err)
+		}
+		t.ownsPool = true
+	}
+	cc := t.pool.Config().ConnConfig
+	t.name = fmt.Sprintf("postgres://%s:%d/%s schema %s", cc.Host, cc.Port, cc.Database, pgx.Identifier{opts.Schema}.Sanitize())
+	if err := t.init(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tier) init(ctx context.Context) error {
+	var v string
+	if err := t.pool.QueryRow(ctx, "SELECT current_setting('server_version_num')").Scan(&v); err != nil {
+		return fmt.Errorf("postgres: %s: read the server version: %w", t.name, err)
+	}
+	num, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: server_version_num %q is not a number", t.name, v)
+	}
+	if err := checkServerVersion(num); err != nil {
+		return err
+	}
+	return ensureSchema(ctx, t.pool, t.opts.Schema)
+}
+
+// Name names the tier: server, database and schema, never credentials.
+func (t *Tier) Name() string { return t.name }
+
+// Close closes the pool if Open opened it; a pool given in Options is the
+// caller's to close.
+func (t *Tier) Close() {
+	if t.ownsPool {
+		t.pool.Close()
+	}
+}
+
+// Append commits the checkpoint's ranges and its name in one transaction:
+// the name row (writer, name, digest) is inserted first; if it is there
+// already with this payload's digest the checkpoint has landed and nothing
+// is written, with another it is ErrNameReused and nothing is written.
+// Otherwise every destination's ranges are merged into its row by union.
+// MayHaveLanded changes nothing: the name is always looked for, at the
+// cost of the insert that records it.
+//
+// A serialization failure or deadlock rolls the transaction back and is
+// retried (Options.MaxAttempts); any other error, a failed commit among
+// them, is returned and leaves the outcome unknown: append again, and the
+// name row makes that a no-op if the first one landed.
+func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if strings.IndexByte(c.Name, 0) >= 0 || strings.IndexByte(c.Writer, 0) >= 0 {
+		return fmt.Errorf("postgres: %w: name %q or writer %q has a NUL byte, which PostgreSQL text cannot hold", durable.ErrInvalidCheckpoint, c.Name, c.Writer)
+	}
+	if err := refuseNUL(c.Ranges); err != nil {
+		return err
+	}
+	merged := durable.MergeRanges(c.Ranges)
+	digest := durable.Digest("append", c.Writer, merged, c.Rows())
+	var sinks []string
+	for _, dr := range merged {
+		if len(dr.Ranges) > 0 && !slices.Contains(sinks, dr.Destination.Sink) {
+			sinks = append(sinks, dr.Destination.Sink) // sorted: merged is in destination order
+		}
+	}
+	now := t.opts.Now()
+	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		tag, err := tx.Exec(ctx, "INSERT INTO "+t.ckpts+" (writer, name, digest, sinks, ranges, committed_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (writer, name) DO NOTHING",
+			c.Writer, c.Name, digest, sinks, c.Rows(), now)
+		if err != nil {
+			return false, fmt.Errorf("record the name: %w", err)
+		}
+		switch tag.RowsAffected() {
+		case 1:
+		case 0:
+			var had string
+			if err := tx.QueryRow(ctx, "SELECT digest FROM "+t.ckpts+" WHERE writer = $1 AND name = $2", c.Writer, c.Name).Scan(&had); err != nil {
+				return false, fmt.Errorf("read the name's digest: %w", err)
+			}
+			if had != digest {
+				return false, fmt.Errorf("%w: committed with payload %s, now %s: give every distinct checkpoint its own name", durable.ErrNameReused, had, digest)
+			}
+			return false, nil // landed before: nothing to write
+		default:
+			return false, fmt.Errorf("recording the name inserted %d rows", tag.RowsAffected())
+		}
+		return true, upsert(ctx, tx, t.opts.Schema, c.Writer, now, merged)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: append %q of %q to %s: %w", c.Name, c.Writer, t.name, err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction and commits it if fn asks to, running it
+// again after a serialization failure or deadlock, which PostgreSQL rolled
+// back. Any other error is returned as it is.
+func (t *Tier) inTx(ctx context.Context, fn func(pgx.Tx) (commit bool, err error)) error {
+	for attempt := 1; ; attempt++ {
+		err := t.tryTx(ctx, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if attempt >= t.opts.MaxAttempts {
+			return fmt.Errorf("%d attempts: %w", attempt, err)
+		}
+		t.opts.Logger.Debug("postgres: transaction rolled back by the server; retrying", "tier", t.name, "attempt", attempt, "err", err)
+		if serr := t.sleep(ctx, attempt); serr != nil {
+			return fmt.Errorf("%w (after: %w)", serr, err)
+		}
+	}
+}
+
+func (t *Tier) tryTx(ctx context.Context, fn func(pgx.Tx) (bool, error)) error {
+	tx, err := t.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	commit, err := fn(tx)
+	if err != nil || !commit {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit (outcome unknown unless the server rolled it back): %w", err)
+	}
+	return nil
+}
+
+// retryable: PostgreSQL aborted the transaction as a serialization
+// failure or a deadlock victim; it rolled back, so running it again is
+// safe.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// sleep waits a random time below MinBackoff doubled per attempt, capped
+// at MaxBackoff (full jitter).
+func (t *Tier) sleep(ctx context.Context, attempt int) error {
+	d := t.opts.MaxBackoff
+	if attempt < 30 {
+		d = min(d, t.opts.MinBackoff<<(attempt-1))
+	}
+	if d > 0 {
+		d = rand.N(d)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// Landed reports whether writer's checkpoint of that name was committed.
+// Every name is kept (there is no bound), and a name commits in the same
+// transaction as its ranges, so the answer is exact.
+func (t *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
+	if strings.IndexByte(writer, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
+		return false, nil // never stored: Append refuses a NUL
+	}
+	var ok bool
+	if err := t.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.ckpts+" WHERE writer = $1 AND name = $2)", writer, name).Scan(&ok); err != nil {
+		return false, fmt.Errorf("postgres: landed %q of %q on %s: %w", name, writer, t.name, err)
+	}
+	return ok, nil
+}
+
+// filterSQL is the WHERE clause for f over $1..$3.
+const filterSQL = ` WHERE ($1 = '' OR sink = $1) AND ($2 = '' OR topic = $2) AND ($3::int4 IS NULL OR partition = $3)`
+
+// noMatch: a filter naming a NUL selects nothing (no stored name has one),
+// and PostgreSQL would refuse it as a parameter.
+func noMatch(f durable.Filter) bool {
+	return strings.IndexByte(f.Sink, 0) >= 0 || strings.IndexByte(f.Topic, 0) >= 0
+}
+
+// Coverage returns the coverage of every destination f selects, filtered
+// by the server.
+func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+	out := map[coverage.Destination]*coverage.RangeSet{}
+	if noMatch(f) {
+		return out, nil
+	}
+	rows, err := t.pool.Query(ctx, "SELECT sink, topic, partition, covered FROM "+t.coverage+filterSQL, f.Sink, f.Topic, f.Partition)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d coverage.Destination
+		var mr pgtype.Multirange[pgtype.Range[pgtype.Int8]]
+		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &mr); err != nil {
+			return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
+		}
+		set, err := rangeSet(mr)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: coverage of %s on %s: %w", d, t.name, err)
+		}
+		out[d] = set
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
+	}
+	return out, nil
+}
+
+// rangeSet converts a stored multirange. Only [start,end) ranges of
+// non-negative bounds are ever written; anything else is refused as
+// corrupt rather than read as coverage.
+func rangeSet(mr pgtype.Multirange[pgtype.Range[pgtype.Int8]]) (*coverage.RangeSet, error) {
+	rs := make([]coverage.Range, 0, len(mr))
+	for _, r := range mr {
+		if !r.Valid || r.LowerType != pgtype.Inclusive || r.UpperType != pgtype.Exclusive ||
+			!r.Lower.Valid || !r.Upper.Valid || r.Lower.Int64 < 0 || r.Upper.Int64 <= r.Lower.Int64 {
+			return nil, fmt.Errorf("%w: stored range %+v is not a bounded [start,end) of batch ids", coverage.ErrCorrupt, r)
+		}
+		rs = append(rs, coverage.Range{Start: uint64(r.Lower.Int64), End: uint64(r.Upper.Int64)})
+	}
+	set, err := coverage.NewRangeSet(rs...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", coverage.ErrCorrupt, err)
+	}
+	return &set, nil
+}
+
+// LastWrite is when a destination's coverage last grew, and by whom.
+type LastWrite struct {
+	Writer string
+	At     time.Time // the writer's clock
+}
+
+// LastWrites returns, for every destination f selects, its last write:
+// how far behind each destination's writers are.
+func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]LastWrite, error) {
+	out := map[coverage.Destination]LastWrite{}
+	if noMatch(f) {
+		return out, nil
+	}
+	rows, err := t.pool.Query(ctx, "SELECT sink, topic, partition, last_writer, last_write FROM "+t.coverage+filterSQL, f.Sink, f.Topic, f.Partition)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d coverage.Destination
+		var lw LastWrite
+		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lw.Writer, &lw.At); err != nil {
+			return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
+		}
+		out[d] = lw
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
+	}
+	return out, nil
+}
