@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,6 +30,7 @@ type Tier struct {
 	name     string
 	coverage string // the quoted coverage table
 	ckpts    string // the quoted checkpoints table
+	retries  atomic.Int64
 }
 
 // The tables are a durable tier.
@@ -82,6 +84,10 @@ func (t *Tier) init(ctx context.Context) error {
 	}
 	return ensureSchema(ctx, t.pool, t.opts.Schema)
 }
+
+// Retries counts the transactions this Tier ran again after PostgreSQL
+// rolled them back as a serialization failure or deadlock.
+func (t *Tier) Retries() int64 { return t.retries.Load() }
 
 // Name names the tier: server, database and schema, never credentials.
 func (t *Tier) Name() string { return t.name }
@@ -165,6 +171,7 @@ func (t *Tier) inTx(ctx context.Context, fn func(pgx.Tx) (commit bool, err error
 		if attempt >= t.opts.MaxAttempts {
 			return fmt.Errorf("%d attempts: %w", attempt, err)
 		}
+		t.retries.Add(1)
 		t.opts.Logger.Debug("postgres: transaction rolled back by the server; retrying", "tier", t.name, "attempt", attempt, "err", err)
 		if serr := t.sleep(ctx, attempt); serr != nil {
 			return fmt.Errorf("%w (after: %w)", serr, err)

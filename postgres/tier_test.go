@@ -123,8 +123,10 @@ func TestConcurrentTiersUnion(t *testing.T) {
 		}
 	}
 	var wg sync.WaitGroup
+	tiers := make([]*Tier, writers)
 	for w := range writers {
 		tier := openTier(t, schema)
+		tiers[w] = tier
 		wg.Go(func() {
 			for _, c := range plans[w] {
 				if err := tier.Append(ctx, c); err != nil {
@@ -139,6 +141,11 @@ func TestConcurrentTiersUnion(t *testing.T) {
 		return
 	}
 	m.check(t, "after concurrent appends", openTier(t, schema))
+	for w, tier := range tiers {
+		if n := tier.Retries(); n != 0 {
+			t.Errorf("writer %d ran %d transactions again: rows locked out of order deadlock", w, n)
+		}
+	}
 }
 
 // TestBadInput: hostile names are data, never SQL; what PostgreSQL cannot
