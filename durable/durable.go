@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -90,6 +91,21 @@ type Filter struct {
 func (f Filter) Match(d coverage.Destination) bool {
 	return (f.Sink == "" || f.Sink == d.Sink) && (f.Topic == "" || f.Topic == d.Topic) &&
 		(f.Partition == nil || *f.Partition == d.Partition)
+}
+
+// LastWrite is when a destination's coverage last grew, and by whom (the
+// writer's clock).
+type LastWrite struct {
+	Writer string
+	At     time.Time
+}
+
+// LastWriter is the optional capability of a tier that keeps, per
+// destination, its last write: how far behind each destination's writers
+// are. The sink objects and the PostgreSQL rows keep it; the coverage
+// table keeps a time per row instead.
+type LastWriter interface {
+	LastWrites(ctx context.Context, f Filter) (map[coverage.Destination]LastWrite, error)
 }
 
 var (

@@ -61,7 +61,10 @@ type cachedObject struct {
 }
 
 // The object store is a durable tier.
-var _ durable.Tier = (*Store)(nil)
+var (
+	_ durable.Tier       = (*Store)(nil)
+	_ durable.LastWriter = (*Store)(nil)
+)
 
 // Open returns a Store over opts.Blobs. It does no I/O: an empty location
 // is an empty tier.
@@ -387,20 +390,14 @@ func (s *Store) Coverage(ctx context.Context, f durable.Filter) (map[coverage.De
 	return out, nil
 }
 
-// LastWrite is when a destination's coverage last grew, and by whom.
-type LastWrite struct {
-	Writer string
-	At     time.Time // the writer's clock
-}
-
 // LastWrites returns, for every destination f selects, its last write:
 // how far behind each destination's writers are.
-func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]LastWrite, error) {
-	out := map[coverage.Destination]LastWrite{}
+func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
+	out := map[coverage.Destination]durable.LastWrite{}
 	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
 		for _, ds := range o.Dests {
 			if d := (coverage.Destination{Sink: o.Sink, Topic: ds.Topic, Partition: ds.Partition}); f.Match(d) {
-				out[d] = LastWrite{Writer: ds.LastWriter, At: time.Unix(0, ds.LastWrite)}
+				out[d] = durable.LastWrite{Writer: ds.LastWriter, At: time.Unix(0, ds.LastWrite)}
 			}
 		}
 	})

@@ -34,7 +34,10 @@ type Tier struct {
 }
 
 // The tables are a durable tier.
-var _ durable.Tier = (*Tier)(nil)
+var (
+	_ durable.Tier       = (*Tier)(nil)
+	_ durable.LastWriter = (*Tier)(nil)
+)
 
 // Open connects (or takes Options.Pool), refuses a server older than 14
 // (ErrServerTooOld), creates the schema and any missing table, and refuses
@@ -295,16 +298,10 @@ func rangeSet(mr pgtype.Multirange[pgtype.Range[pgtype.Int8]]) (*coverage.RangeS
 	return &set, nil
 }
 
-// LastWrite is when a destination's coverage last grew, and by whom.
-type LastWrite struct {
-	Writer string
-	At     time.Time // the writer's clock
-}
-
 // LastWrites returns, for every destination f selects, its last write:
 // how far behind each destination's writers are.
-func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]LastWrite, error) {
-	out := map[coverage.Destination]LastWrite{}
+func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
+	out := map[coverage.Destination]durable.LastWrite{}
 	if noMatch(f) {
 		return out, nil
 	}
@@ -315,7 +312,7 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 	defer rows.Close()
 	for rows.Next() {
 		var d coverage.Destination
-		var lw LastWrite
+		var lw durable.LastWrite
 		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lw.Writer, &lw.At); err != nil {
 			return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
 		}

@@ -11,27 +11,18 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/object"
 )
 
 // FromTier: the coverage relation holds a durable tier's merged coverage,
 // appended into a DuckDB table (OpenTier).
 const FromTier Binding = "tier"
 
-// LastWriter is the optional capability of a durable tier that knows, per
-// destination, which writer last grew its coverage and when (the sink
-// objects do; the coverage table keeps it per row instead). OpenTier fills
-// the writer and recorded_at columns from it.
-type LastWriter interface {
-	LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]object.LastWrite, error)
-}
-
 // OpenTier binds the coverage relation to a durable tier's committed
 // coverage, read once: one row per merged range of every destination, so
 // the canned queries answer as they do over the rows of the table the same
 // checkpoints were appended to (the rows there are merged by the queries
 // themselves). Each row's writer and recorded_at are its destination's
-// last write when the tier is a LastWriter (lag then measures from the
+// last write when the tier is a durable.LastWriter (lag then measures from the
 // last time a destination grew, not from each range's own checkpoint), else
 // "" and NULL; checkpoint_id is "" (a tier merges checkpoints away). A tier
 // has no data files or snapshots: coverage_files and coverage_snapshots are
@@ -47,8 +38,8 @@ func OpenTier(ctx context.Context, t durable.Tier, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queries: reading %s: %w", t.Name(), err)
 	}
-	var last map[coverage.Destination]object.LastWrite
-	if lw, ok := t.(LastWriter); ok {
+	var last map[coverage.Destination]durable.LastWrite
+	if lw, ok := t.(durable.LastWriter); ok {
 		// Read after the coverage: a destination grown meanwhile shows a
 		// later last write than its ranges, which only shrinks its lag.
 		if last, err = lw.LastWrites(ctx, durable.Filter{}); err != nil {
@@ -73,7 +64,7 @@ func OpenTier(ctx context.Context, t durable.Tier, opts Options) (*DB, error) {
 }
 
 // bindTier creates the relations and appends the merged coverage.
-func (q *DB) bindTier(ctx context.Context, cov map[coverage.Destination]*coverage.RangeSet, last map[coverage.Destination]object.LastWrite) error {
+func (q *DB) bindTier(ctx context.Context, cov map[coverage.Destination]*coverage.RangeSet, last map[coverage.Destination]durable.LastWrite) error {
 	for _, ddl := range []string{
 		`CREATE TABLE coverage (` + coverageColumns + `)`,
 		`CREATE TABLE coverage_files (sink VARCHAR, file_path VARCHAR, record_count BIGINT, file_size_in_bytes BIGINT)`,
