@@ -1,0 +1,129 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/covmirror/covmirror/coverage"
+)
+
+// The canned queries in PostgreSQL's own SQL over the coverage rows'
+// multiranges: the same names, columns and rows as the DuckDB forms over
+// the coverage table (package queries), so a DBA can run them in psql.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// ErrNoPostgresForm: the query has no PostgreSQL form. files reports the
+// coverage table's data files, which these tables do not have.
+var ErrNoPostgresForm = errors.New("query has no PostgreSQL form")
+
+// QueryNames lists the queries that have a PostgreSQL form.
+func QueryNames() []string {
+	entries, _ := sqlFiles.ReadDir("sql")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// QueryParams are a query's parameters. Zero values: Reference is
+// coverage.RawSink; an empty Sink or Topic and a nil Partition match
+// everything.
+type QueryParams struct {
+	Reference string
+	Sink      string
+	Topic     string
+	Partition *int32
+}
+
+// args are the four positional parameters every query declares, in order.
+func (p QueryParams) args() []any {
+	ref := p.Reference
+	if ref == "" {
+		ref = coverage.RawSink
+	}
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	var part any
+	if p.Partition != nil {
+		part = *p.Partition
+	}
+	return []any{ref, orNull(p.Sink), orNull(p.Topic), part}
+}
+
+// QueryText is the named query's SQL over the coverage table in schema.
+// With p set, its parameters are written in as literals, ready for psql;
+// without, they stay $1 (reference), $2 (sink), $3 (topic) and $4
+// (partition).
+func QueryText(name, schema string, p *QueryParams) (string, error) {
+	if err := ValidateSchema(schema); err != nil {
+		return "", err
+	}
+	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		return "", fmt.Errorf("postgres: %q: %w (the queries with one are %s)", name, ErrNoPostgresForm, strings.Join(QueryNames(), ", "))
+	}
+	text := strings.ReplaceAll(string(b), "{{coverage}}", pgx.Identifier{schema, "coverage"}.Sanitize())
+	if p == nil {
+		return text, nil
+	}
+	for i, v := range p.args() {
+		lit := "NULL"
+		switch v := v.(type) {
+		case string:
+			lit = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		case int32:
+			lit = strconv.FormatInt(int64(v), 10)
+		}
+		text = strings.ReplaceAll(text, "CAST($"+strconv.Itoa(i+1)+" AS", "CAST("+lit+" AS")
+	}
+	return text, nil
+}
+
+// QueryResult is a query's columns and rows, as pgx decodes them.
+type QueryResult struct {
+	Columns []string
+	Rows    [][]any
+}
+
+// Query runs the named query in the tier's database.
+func (t *Tier) Query(ctx context.Context, name string, p QueryParams) (*QueryResult, error) {
+	text, err := QueryText(name, t.opts.Schema, nil)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.pool.Query(ctx, text, p.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
+	}
+	defer rows.Close()
+	res := &QueryResult{}
+	for _, f := range rows.FieldDescriptions() {
+		res.Columns = append(res.Columns, f.Name)
+	}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
+	}
+	return res, nil
+}

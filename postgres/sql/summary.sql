@@ -1,0 +1,81 @@
+-- summary: per sink, against a reference (raw by default): the batches it
+-- covers, how many gaps it has, how many batches they miss, and its oldest
+-- gap (the one starting at the lowest batch id). The gaps are the gaps
+-- query's, the reference's own holes included: the reference has a row too.
+--
+-- Parameters: reference (required); sink, topic, partition (NULL matches
+-- everything).
+WITH params AS (
+    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition"
+),
+topic_rows AS (
+    SELECT c.sink, c.topic, c."partition", c.covered
+    FROM {{coverage}} c CROSS JOIN params p
+    WHERE p.topic IS NULL OR c.topic = p.topic
+),
+selected AS (
+    SELECT t.* FROM topic_rows t CROSS JOIN params p
+    WHERE p."partition" IS NULL OR t."partition" = p."partition"
+),
+sinks AS (
+    SELECT DISTINCT t.sink, t.topic FROM topic_rows t CROSS JOIN params p
+    WHERE t.sink <> p.reference AND (p.sink IS NULL OR t.sink = p.sink)
+),
+sink_gaps AS (
+    SELECT s.sink, r.topic, r."partition", r.covered - coalesce(c.covered, '{}'::int8multirange) AS missing
+    FROM selected r
+    JOIN params p ON r.sink = p.reference
+    JOIN sinks s ON s.topic = r.topic
+    LEFT JOIN selected c ON c.sink = s.sink AND c.topic = r.topic AND c."partition" = r."partition"
+),
+hull AS (
+    SELECT topic, "partition", range_merge(range_agg(covered)) AS hull
+    FROM selected
+    GROUP BY topic, "partition"
+),
+reference_gaps AS (
+    SELECT p.reference AS sink, h.topic, h."partition", multirange(h.hull) - coalesce(r.covered, '{}'::int8multirange) AS missing
+    FROM hull h
+    CROSS JOIN params p
+    LEFT JOIN selected r ON r.sink = p.reference AND r.topic = h.topic AND r."partition" = h."partition"
+    WHERE (p.sink IS NULL OR p.sink = p.reference)
+      AND EXISTS (SELECT 1 FROM {{coverage}} a WHERE a.sink = p.reference)
+),
+gap_rows AS (
+    SELECT x.sink, x.topic, x."partition", lower(g) AS gap_start, upper(g) AS gap_end
+    FROM (SELECT * FROM sink_gaps UNION ALL SELECT * FROM reference_gaps) x
+    CROSS JOIN LATERAL unnest(x.missing) AS g
+),
+listed AS (
+    SELECT sink FROM sinks
+    UNION
+    SELECT r.sink FROM selected r CROSS JOIN params p
+    WHERE r.sink = p.reference AND (p.sink IS NULL OR r.sink = p.sink)
+    UNION
+    -- the reference where it has holes, even in partitions it has no rows of
+    SELECT sink FROM gap_rows
+),
+covered AS (
+    SELECT s.sink, count(*) AS ranges, sum(CAST(upper(r) - lower(r) AS numeric)) AS covered_batches
+    FROM selected s CROSS JOIN LATERAL unnest(s.covered) AS r
+    GROUP BY s.sink
+),
+missing AS (
+    SELECT sink, count(*) AS gaps, sum(CAST(gap_end - gap_start AS numeric)) AS missing_batches
+    FROM gap_rows
+    GROUP BY sink
+),
+oldest AS (
+    SELECT sink, topic, "partition", gap_start, gap_end,
+           row_number() OVER (PARTITION BY sink ORDER BY gap_start, topic COLLATE "C", "partition") AS n
+    FROM gap_rows
+)
+SELECT l.sink, coalesce(c.ranges, 0) AS ranges, coalesce(c.covered_batches, 0) AS covered_batches,
+       coalesce(m.gaps, 0) AS gaps, coalesce(m.missing_batches, 0) AS missing_batches,
+       o.topic AS oldest_gap_topic, o."partition" AS oldest_gap_partition,
+       o.gap_start AS oldest_gap_start, o.gap_end AS oldest_gap_end
+FROM listed l
+LEFT JOIN covered c ON c.sink = l.sink
+LEFT JOIN missing m ON m.sink = l.sink
+LEFT JOIN oldest o ON o.sink = l.sink AND o.n = 1
+ORDER BY l.sink COLLATE "C"

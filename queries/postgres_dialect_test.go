@@ -1,0 +1,137 @@
+package queries
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/postgres"
+)
+
+// TestPostgresFormsAgree: the PostgreSQL forms of the canned queries, run
+// in the database over the coverage rows' multiranges, give the rows the
+// DuckDB forms give over the same tier's coverage (OpenTier), under random
+// histories with hostile names and random filters; and the form printed
+// for psql, its parameters written in as literals, gives them too.
+func TestPostgresFormsAgree(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	conn, err := pgx.Connect(ctx, catalogtest.PostgresURL())
+	if err != nil {
+		t.Fatal(catalogtest.Unreachable(err))
+	}
+	defer conn.Close(ctx)
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	for round := range rounds {
+		schema := catalogtest.Namespace()
+		t.Cleanup(func() { _, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") })
+		tier, err := postgres.Open(ctx, postgres.Options{URL: catalogtest.PostgresURL(), Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomHistory(t, r, 1+r.IntN(12), tier)
+		duck, err := OpenTier(ctx, tier, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range 10 {
+			p := Params{}
+			if q > 0 {
+				p = randomParams(r)
+			}
+			pp := postgres.QueryParams{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition}
+			where := fmt.Sprintf("round %d, params %+v", round, p)
+			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
+				want, err := duck.Run(ctx, name, p)
+				if errors.Is(err, mirror.ErrNoReference) {
+					// No rows of the reference anywhere: a misspelt one. The
+					// SQL form, which cannot refuse, finds no gaps rather
+					// than every batch of every partition.
+					if name == "gaps" {
+						if got, err := tier.Query(ctx, name, pp); err != nil || len(got.Rows) > 0 {
+							t.Fatalf("%s: gaps against a reference with no rows: %v, %v; want none", where, got.Rows, err)
+						}
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %s in DuckDB: %v", where, name, err)
+				}
+				got, err := tier.Query(ctx, name, pp)
+				if err != nil {
+					t.Fatalf("%s: %s in PostgreSQL: %v", where, name, err)
+				}
+				if !reflect.DeepEqual(got.Columns, want.Columns) {
+					t.Fatalf("%s: %s columns %v, DuckDB's %v", where, name, got.Columns, want.Columns)
+				}
+				if g, w := cellText(got.Rows), cellText(want.Rows); !reflect.DeepEqual(g, w) {
+					t.Fatalf("%s: %s differs:\npostgres %v\nduckdb   %v", where, name, g, w)
+				}
+				text, err := postgres.QueryText(name, schema, &pp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows, err := conn.Query(ctx, text)
+				if err != nil {
+					t.Fatalf("%s: %s as printed for psql: %v\n%s", where, name, err, text)
+				}
+				printed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([]any, error) { return row.Values() })
+				if err != nil {
+					t.Fatalf("%s: %s as printed for psql: %v", where, name, err)
+				}
+				if g := cellText(printed); !reflect.DeepEqual(g, cellText(want.Rows)) {
+					t.Fatalf("%s: %s as printed for psql differs:\npsql   %v\nduckdb %v", where, name, g, cellText(want.Rows))
+				}
+			}
+		}
+		if got, err := tier.Query(ctx, "gaps", postgres.QueryParams{Reference: "no-such-sink"}); err != nil || len(got.Rows) > 0 {
+			t.Fatalf("round %d: gaps against a reference with no rows: %v, %v; want none", round, got.Rows, err)
+		}
+		_ = duck.Close()
+		tier.Close()
+	}
+	if _, err := postgres.QueryText("files", "covmirror", nil); !errors.Is(err, postgres.ErrNoPostgresForm) {
+		t.Fatalf("files in PostgreSQL: %v, want ErrNoPostgresForm", err)
+	}
+}
+
+// cellText writes every cell as text, so that each engine's types (DuckDB's
+// decimals, pgx's numerics, times in any zone) compare by value.
+func cellText(rows [][]any) [][]string {
+	out := make([][]string, len(rows))
+	for i, row := range rows {
+		for _, v := range row {
+			var s string
+			switch v := v.(type) {
+			case nil:
+				s = "NULL"
+			case time.Time:
+				s = v.UTC().Format(time.RFC3339Nano)
+			case pgtype.Numeric:
+				f, _ := v.Value()
+				s = fmt.Sprint(f)
+			case fmt.Stringer:
+				s = v.String()
+			default:
+				s = fmt.Sprint(v)
+			}
+			out[i] = append(out[i], s)
+		}
+	}
+	return out
+}
