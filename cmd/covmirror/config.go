@@ -10,7 +10,7 @@ import (
 
 // config is a configuration file's settings: the global flags' names
 // (state, namespace, table, writer, log.level, log.format, durable and the
-// object.* keys, whose flags spell the dots as dashes) and catalog
+// object.* and postgres.* keys, whose flags spell the dots as dashes) and catalog
 // properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
 // a line or after a space or tab starts a comment; \# is a literal #
@@ -34,7 +34,8 @@ type config struct {
 }
 
 var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format",
-	"durable", "object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store"}
+	"durable", "object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store",
+	"postgres.url", "postgres.schema"}
 
 // configPath finds --config in the global flags (before the command name),
 // or COVMIRROR_CONFIG.

@@ -26,9 +26,11 @@ type demoRun struct {
 	namespace string // the demo's own namespace in a configured catalog
 	// primary is the durable tier the pods checkpoint into and the new
 	// owner and the recovery worker read: the coverage table, or with
-	// --durable object the sink objects, which the table then mirrors.
+	// --durable object the sink objects, with postgres the coverage rows,
+	// which the table then mirrors.
 	primary      durable.Tier
 	primaryName  string // as the story names it
+	primaryFlags string // the global flags that name the primary, for "Next:"
 	table        *iceberg.Table
 	p            *sim.Pipeline
 	out          *sim.Outages
@@ -50,7 +52,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "demo", "[--seed N] [--batches N] [--durable iceberg|object]")
 	seed := fs.Uint64("seed", 1, "seed of the simulation: the same seed replays the same run")
 	batches := fs.Int("batches", 400, "batches per partition the source produces")
-	tier := fs.String("durable", g.durable, "the durable tier, as the global --durable: iceberg, or object (sink objects in a directory under the run's state, mirrored into the coverage table)")
+	tier := fs.String("durable", g.durable, "the durable tier, as the global --durable: iceberg, object (sink objects in a directory under the run's state, mirrored into the coverage table) or postgres (a fresh schema of its own in --postgres-url, mirrored likewise)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -84,13 +86,21 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	r := mrand.New(mrand.NewPCG(*seed, *seed))
 	d := &demoRun{g: g, dir: dir, primary: table, primaryName: "the coverage table", table: table, every: 50, compactEvery: 3,
 		p: sim.NewPipeline("orders", 2, "lake", "warehouse", "search")}
-	if dg.durable == durableObject {
+	if !dg.primaryIsTable() {
+		if dg.durable == durablePostgres {
+			// A fresh schema of the demo's own in the configured database.
+			dg.postgres.schema = "covmirror_demo_" + strings.ToLower(rand.Text()[:8])
+		}
 		primary, closer, err := dg.openPrimary(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer closer.Close()
-		d.primary, d.primaryName = primary, "the sink objects"
+		d.primary, d.primaryName, d.primaryFlags = primary, "the sink objects", " --durable object"
+		if dg.durable == durablePostgres {
+			d.primaryName = "the coverage rows in PostgreSQL"
+			d.primaryFlags = " --durable postgres --postgres-url URL --postgres-schema " + dg.postgres.schema
+		}
 	}
 	if len(g.props) > 0 {
 		d.namespace = dg.namespace
@@ -101,10 +111,14 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	if killAt%d.every == 0 {
 		killAt++ // mid-way between checkpoints
 	}
-	if d.mirrored() {
+	switch {
+	case dg.durable == durablePostgres:
+		d.say("covmirror demo, seed %d. State: %s; coverage rows in %s, mirrored into the coverage table %s in %s.",
+			*seed, dir, d.primary.Name(), table.Name(), catalogName(g))
+	case d.mirrored():
 		d.say("covmirror demo, seed %d. State: %s; sink objects under %s, mirrored into the coverage table %s in %s.",
 			*seed, dir, filepath.Join(dir, "objects"), table.Name(), catalogName(g))
-	} else {
+	default:
 		d.say("covmirror demo, seed %d. State: %s; coverage table %s in %s.", *seed, dir, table.Name(), catalogName(g))
 	}
 	return d.run(ctx, uint64(killAt), uint64(*batches))
@@ -121,7 +135,7 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	p := d.p
 	maintenance := "compaction"
 	if d.mirrored() {
-		maintenance = "the sink objects mirrored into the coverage table"
+		maintenance = d.primaryName + " mirrored into the coverage table"
 	}
 	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint into %s every %d batches,\n   %s every %d checkpoints.",
 		p.Topic, p.Partitions-1, d.primaryName, d.every, maintenance, d.compactEvery)
@@ -161,7 +175,7 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 		return err
 	}
 	d.say("\n4. The stream is done. The warehouse refused %d writes during its outages; committed gaps:", p.Sinks[1].Fails)
-	if err := showGaps(ctx, d.g.stdout, d.primary); err != nil {
+	if err := showGaps(ctx, d.g.stdout, d.primary, d.primaryName); err != nil {
 		return err
 	}
 
@@ -170,7 +184,7 @@ func (d *demoRun) run(ctx context.Context, killAt, batches uint64) error {
 	if err := d.recoverGaps(ctx); err != nil {
 		return err
 	}
-	if err := showGaps(ctx, d.g.stdout, d.primary); err != nil {
+	if err := showGaps(ctx, d.g.stdout, d.primary, d.primaryName); err != nil {
 		return err
 	}
 	if err := d.compact(ctx); err != nil {

@@ -67,7 +67,7 @@ func (d *demoRun) sameCoverage(ctx context.Context) error {
 	}
 	equal := maps.EqualFunc(want, got, func(a, b *coverage.RangeSet) bool { return slices.Equal(a.Ranges(), b.Ranges()) })
 	if !equal {
-		return fmt.Errorf("demo: VERDICT FAILED: after the last mirror the coverage table holds %v, the sink objects %v", got, want)
+		return fmt.Errorf("demo: VERDICT FAILED: after the last mirror the coverage table holds %v, %s %v", got, d.primaryName, want)
 	}
 	return nil
 }
@@ -93,13 +93,11 @@ func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
 	d.say("  - every one of the %d batches of %d partitions in raw reached lake, warehouse and search;", batches, d.p.Partitions)
 	d.say("  - no committed coverage ever claimed a batch its sink did not hold (checked after every checkpoint);")
 	if d.mirrored() {
-		d.say("  - the coverage table, mirrored from the sink objects, never claimed more than they held, and after the last\n    mirror holds exactly their coverage;")
+		d.say("  - the coverage table, mirrored from %s, never claimed more than they held, and after the last\n    mirror holds exactly their coverage;", d.primaryName)
 	}
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", d.p.Dups())
 	flags := "--state " + d.dir
-	if d.mirrored() {
-		flags += " --durable object"
-	}
+	flags += d.primaryFlags
 	if d.namespace != "" {
 		flags += " --namespace " + d.namespace + " (and the same --catalog-prop settings)"
 	}

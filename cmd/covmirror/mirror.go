@@ -22,8 +22,8 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 	if *every < 0 {
 		return usageError{errors.New("mirror: --every must not be negative")}
 	}
-	if g.durable != durableObject {
-		return usageError{errors.New("mirror: the coverage table is the primary (--durable iceberg): there is nothing to mirror; mirror copies a --durable object primary into the table")}
+	if g.primaryIsTable() {
+		return usageError{errors.New("mirror: the coverage table is the primary (--durable iceberg): there is nothing to mirror; mirror copies a --durable object or postgres primary into the table")}
 	}
 	tier, closer, err := g.openPrimary(ctx, false)
 	if err != nil {

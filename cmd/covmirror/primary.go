@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,14 +11,27 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/postgres"
 )
 
 // The durable tiers --durable chooses between: the regime is declared,
 // never guessed.
 const (
-	durableIceberg = "iceberg"
-	durableObject  = "object"
+	durableIceberg  = "iceberg"
+	durableObject   = "object"
+	durablePostgres = "postgres"
 )
+
+// postgresSettings are the postgres.* keys: the database and schema of the
+// coverage rows when durable = postgres.
+type postgresSettings struct {
+	url    string
+	schema string
+}
+
+// primaryIsTable: the coverage table is the primary (durable = iceberg);
+// with the other tiers it is their queryable mirror.
+func (g *globals) primaryIsTable() bool { return g.durable == durableIceberg }
 
 // objectSettings are the object.* keys: where the sink objects live when
 // durable = object. Credentials come from the AWS environment, never from
@@ -68,9 +82,20 @@ func (g *globals) openBlobs(ctx context.Context) (object.Blobs, error) {
 // silently, unless object.unsafe-store says the store is trusted. The
 // returned closer releases what the tier holds (a directory's lock).
 func (g *globals) openPrimary(ctx context.Context, writing bool) (durable.Tier, io.Closer, error) {
-	if g.durable == durableIceberg {
+	switch g.durable {
+	case durableIceberg:
 		t, err := g.openTable(ctx)
 		return t, io.NopCloser(nil), err
+	case durablePostgres:
+		opts, err := g.postgresOptions()
+		if err != nil {
+			return nil, nil, err
+		}
+		t, err := postgres.Open(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, closerFunc(t.Close), nil
 	}
 	b, err := g.openBlobs(ctx)
 	if err != nil {
@@ -96,12 +121,30 @@ func (g *globals) openPrimary(ctx context.Context, writing bool) (durable.Tier, 
 	return s, closer, nil
 }
 
+// postgresOptions are the postgres tier's options from the postgres.*
+// settings; a missing URL is a usage error that says where to give one.
+func (g *globals) postgresOptions() (postgres.Options, error) {
+	if g.postgres.url == "" {
+		return postgres.Options{}, usageError{errors.New("durable = postgres needs the database: give --postgres-url, COVMIRROR_POSTGRES_URL or postgres.url (postgres://USER@HOST:5432/DB; the password from PGPASSWORD or ~/.pgpass)")}
+	}
+	if err := postgres.ValidateSchema(g.postgres.schema); err != nil {
+		return postgres.Options{}, usageError{fmt.Errorf("postgres.schema: %w", err)}
+	}
+	return postgres.Options{URL: g.postgres.url, Schema: g.postgres.schema, Logger: g.logger}, nil
+}
+
+// closerFunc is a Close without an error as an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
+
 // parseDurable checks --durable.
 func parseDurable(v string) error {
-	if v != durableIceberg && v != durableObject {
-		return fmt.Errorf("durable %q: use iceberg (the coverage table in raw's catalog) or object (a sink object per sink under object.url)", v)
+	switch v {
+	case durableIceberg, durableObject, durablePostgres:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("durable %q: use iceberg (the coverage table in raw's catalog), object (a sink object per sink under object.url) or postgres (coverage rows in raw's PostgreSQL at postgres.url)", v)
 }
 
 // parseBoolSetting reads a boolean setting from the environment or the
@@ -126,8 +169,11 @@ func tableOf(t durable.Tier) *iceberg.Table {
 
 // describeTier names a tier in messages as an operator knows it.
 func describeTier(t durable.Tier) string {
-	if _, ok := t.(*iceberg.Table); ok {
+	switch t.(type) {
+	case *iceberg.Table:
 		return "the coverage table"
+	case *postgres.Tier:
+		return "the coverage rows in " + t.Name()
 	}
 	return "the sink objects under " + t.Name()
 }

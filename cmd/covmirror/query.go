@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,11 +16,18 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/queries"
 )
 
 // haveDuckDB: this build runs the canned queries.
 const haveDuckDB = true
+
+// The SQL dialects query --sql prints.
+const (
+	dialectDuckDB   = "duckdb"
+	dialectPostgres = "postgres"
+)
 
 // What query --from reads.
 const (
@@ -28,11 +36,12 @@ const (
 )
 
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql]\n\nqueries: "+strings.Join(queries.Names(), ", "))
-	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object its mirror, which may lag); with --durable iceberg both are the table`)
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object or postgres their mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
 	printSQL := fs.Bool("sql", false, "print the query's SQL instead of running it")
+	dialect := fs.String("dialect", dialectDuckDB, `with --sql: "duckdb" (over the coverage table's rows, as any engine reads them) or "postgres" (over the coverage rows of --durable postgres, in --postgres-schema, with the filters written in: ready for psql)`)
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps, summary and lag are measured against")
 	sink := fs.String("sink", "", "only this sink")
 	topic := fs.String("topic", "", "only this topic")
@@ -61,9 +70,23 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *from != fromPrimary && *from != fromTable {
 		return usageError{fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
 	}
-	readsObjects := g.durable == durableObject && *from == fromPrimary
-	if readsObjects && *binding != "" {
-		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable object the primary is the sink objects: add --from table to query the table", *binding)}
+	readsPrimary := !g.primaryIsTable() && *from == fromPrimary
+	if readsPrimary && *binding != "" {
+		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.durable)}
+	}
+	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
+		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
+	}
+	if *dialect == dialectPostgres {
+		if !*printSQL {
+			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
+		}
+		text, err := postgres.QueryText(name, g.postgres.schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p})
+		if err != nil {
+			return usageError{fmt.Errorf("query: %w", err)}
+		}
+		_, err = fmt.Fprint(g.stdout, text)
+		return err
 	}
 	text, err := queries.Text(name)
 	if err != nil {
@@ -75,7 +98,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	}
 	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p}
 	var db *queries.DB
-	if readsObjects {
+	if readsPrimary {
 		tier, closer, err := g.openPrimary(ctx, false)
 		if err != nil {
 			return err
@@ -90,8 +113,8 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		if g.durable == durableObject {
-			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of the sink objects: it lags them by what `covmirror mirror` has not copied yet\n", table.Name())
+		if !g.primaryIsTable() {
+			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of the %s primary: it lags it by what `covmirror mirror` has not copied yet\n", table.Name(), g.durable)
 		}
 		db, err = queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
 		if err != nil {
@@ -151,16 +174,16 @@ func writeCSV(g *globals, res *queries.Result) error {
 	return w.Error()
 }
 
-// showGaps prints the gaps query over the primary, for the demo.
-func showGaps(ctx context.Context, w io.Writer, primary durable.Tier) error {
+// showGaps prints the gaps query over the primary, for the demo; over
+// names the primary in the heading.
+func showGaps(ctx context.Context, w io.Writer, primary durable.Tier, over string) error {
 	var db *queries.DB
 	var err error
-	over := "the table's files"
 	if table, ok := primary.(*iceberg.Table); ok {
 		db, err = queries.Open(ctx, table, queries.Options{})
+		over = "the table's files"
 	} else {
 		db, err = queries.OpenTier(ctx, primary, queries.Options{})
-		over = "the sink objects"
 	}
 	if err != nil {
 		return err

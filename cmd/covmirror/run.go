@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/covmirror/covmirror/postgres"
 )
 
 // usageError is a mistake in the command line: exit status 2.
@@ -67,9 +69,11 @@ type globals struct {
 	namespace      string
 	table          string
 	writer         string
-	// durable is the durable tier: durableIceberg or durableObject.
-	durable string
-	object  objectSettings
+	// durable is the durable tier: durableIceberg, durableObject or
+	// durablePostgres.
+	durable  string
+	object   objectSettings
+	postgres postgresSettings
 	// cfg is the configuration file's settings, for the commands' own keys
 	// (serve's source.NAME).
 	cfg *config
@@ -113,7 +117,9 @@ func run(ctx context.Context, g *globals, args []string) error {
 	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
 	host, _ := os.Hostname()
 	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
-	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog) or object (a sink object per sink under --object-url; the table is then its queryable mirror) (env COVMIRROR_DURABLE)")
+	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable mirror (env COVMIRROR_DURABLE)")
+	fs.StringVar(&g.postgres.url, "postgres-url", cfg.value("postgres.url", "COVMIRROR_POSTGRES_URL", ""), "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here) (env COVMIRROR_POSTGRES_URL)")
+	fs.StringVar(&g.postgres.schema, "postgres-schema", cfg.value("postgres.schema", "COVMIRROR_POSTGRES_SCHEMA", postgres.DefaultSchema), "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing (env COVMIRROR_POSTGRES_SCHEMA)")
 	fs.StringVar(&g.object.url, "object-url", cfg.value("object.url", "COVMIRROR_OBJECT_URL", ""), "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state (env COVMIRROR_OBJECT_URL)")
 	fs.StringVar(&g.object.endpoint, "object-s3-endpoint", cfg.value("object.s3.endpoint", "COVMIRROR_OBJECT_S3_ENDPOINT", ""), "S3 endpoint URL for an S3-compatible store; none: AWS (env COVMIRROR_OBJECT_S3_ENDPOINT); credentials come from the AWS environment")
 	fs.StringVar(&g.object.region, "object-s3-region", cfg.value("object.s3.region", "COVMIRROR_OBJECT_S3_REGION", ""), "S3 region; none: the AWS environment's, else us-east-1 (env COVMIRROR_OBJECT_S3_REGION)")

@@ -23,6 +23,7 @@ import (
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/sidecar/covmap"
 )
@@ -94,7 +95,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	for _, ln := range lns {
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
-	if g.durable == durableObject && *mirrorEvery > 0 {
+	if !g.primaryIsTable() && *mirrorEvery > 0 {
 		go replicateEvery(ctx, g, tier, table, *mirrorEvery) // until SIGTERM
 	}
 	runErr := m.Run(ctx) // until SIGTERM
@@ -226,9 +227,20 @@ func (g *globals) sources(fromFlags map[string]string) ([]coverage.Source, error
 }
 
 // openPositions opens the stored sources' positions beside the primary's
-// coverage: the positions table in raw's catalog, or a positions object
-// per source under object.url.
+// coverage: the positions table in raw's catalog, a positions object per
+// source under object.url, or the positions table in postgres.url.
 func (g *globals) openPositions(ctx context.Context, table *iceberg.Table, sources []coverage.Source) (coverage.PositionStore, io.Closer, error) {
+	if g.durable == durablePostgres {
+		opts, err := g.postgresOptions()
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := postgres.OpenPositions(ctx, opts, sources...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serve: opening the positions table: %w", err)
+		}
+		return p, p, nil
+	}
 	if g.durable == durableObject {
 		b, err := g.openBlobs(ctx)
 		if err != nil {
