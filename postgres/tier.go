@@ -183,7 +183,7 @@ func (t *Tier) inTx(ctx context.Context, fn func(pgx.Tx) (commit bool, err error
 }
 
 func (t *Tier) tryTx(ctx context.Context, fn func(pgx.Tx) (bool, error)) error {
-	tx, err := t.pool.Begin(ctx)
+	tx, err := t.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -196,6 +196,21 @@ func (t *Tier) tryTx(ctx context.Context, fn func(pgx.Tx) (bool, error)) error {
 		return fmt.Errorf("commit (outcome unknown unless the server rolled it back): %w", err)
 	}
 	return nil
+}
+
+// begin starts a transaction. A pooled connection the server has ended
+// (a restart, a failover, an idle timeout) fails the begin and leaves the
+// pool; nothing of the transaction has run, so begin takes the next one, as
+// many times as the pool holds connections, then once more on a fresh one.
+// A failure to connect at all is returned at once.
+func (t *Tier) begin(ctx context.Context) (pgx.Tx, error) {
+	for left := t.pool.Config().MaxConns; ; left-- {
+		tx, err := t.pool.Begin(ctx)
+		var ce *pgconn.ConnectError
+		if err == nil || left <= 0 || ctx.Err() != nil || errors.As(err, &ce) {
+			return tx, err
+		}
+	}
 }
 
 // retryable: PostgreSQL aborted the transaction as a serialization
