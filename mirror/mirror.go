@@ -148,6 +148,8 @@ func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, erro
 // Buffered source positions (SavePosition) are saved after the coverage
 // commit, so that a position is never durable before the raw coverage
 // checkpointed with it; a failed save keeps them buffered for the next Sync.
+// A position store in the durable tier's own database (package postgres)
+// saves them in the checkpoint's own transaction instead.
 func (m *Mirror) Sync(ctx context.Context) error {
 	_, err := m.Checkpoint(ctx)
 	return err
@@ -178,7 +180,9 @@ func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 	var sum CheckpointSummary
 	err := m.sync(ctx, &sum)
 	if err == nil {
-		sum.Positions, err = m.flushPositions(ctx)
+		var saved int
+		saved, err = m.flushPositions(ctx)
+		sum.Positions += saved
 	}
 	m.stats.observe(start, err)
 	sum.Duration = time.Since(start)
@@ -203,7 +207,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
 		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
-		if err := m.opts.Durable.Append(ctx, commit); err != nil {
+		if err := m.append(ctx, commit, sum); err != nil {
 			return err // cp stays in flight and pending
 		}
 		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {

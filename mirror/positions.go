@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // ErrNoPositionStore: SavePosition on a Mirror without Options.Positions.
@@ -122,4 +123,42 @@ func (m *Mirror) flushPositions(ctx context.Context) (int, error) {
 		return saved, fmt.Errorf("saving source positions (kept for the next checkpoint): %w", errors.Join(errs...))
 	}
 	return saved, nil
+}
+
+// positionCheckpointer is the optional capability of a position store that
+// lives in the durable tier's own database (package postgres): it appends
+// a checkpoint and saves source positions in one transaction, so raw's
+// coverage and the positions it allows commit together.
+type positionCheckpointer interface {
+	SharesTier(t durable.Tier) bool
+	AppendWithPositions(ctx context.Context, t durable.Tier, c durable.Checkpoint, ps []coverage.Position) (saved int, refused []error, err error)
+}
+
+// append appends c, with the buffered positions in the same transaction
+// when the position store can (a leftover found landed still commits
+// them); on failure the positions go back into the buffer, unless a newer
+// one arrived meanwhile. Called with syncMu held.
+func (m *Mirror) append(ctx context.Context, c durable.Checkpoint, sum *CheckpointSummary) error {
+	pc, ok := m.opts.Positions.(positionCheckpointer)
+	if !ok || !pc.SharesTier(m.opts.Durable) {
+		return m.opts.Durable.Append(ctx, c)
+	}
+	ps := m.positions.take()
+	if len(ps) == 0 {
+		return m.opts.Durable.Append(ctx, c)
+	}
+	saved, refused, err := pc.AppendWithPositions(ctx, m.opts.Durable, c, ps)
+	if err != nil {
+		for _, p := range ps {
+			m.positions.put(p)
+		}
+		return err
+	}
+	for _, r := range refused {
+		// Retrying would fail every checkpoint from now on; the source
+		// resumes from an older position (a lag).
+		m.opts.Logger.Error("source position refused by the position store; dropped", "err", r)
+	}
+	sum.Positions += saved
+	return nil
 }

@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 const (
@@ -84,6 +87,25 @@ func (p *Positions) check(ctx context.Context, op, source string, partition int3
 // SavePosition implements coverage.PositionStore.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
 	const op = "save position"
+	if err := p.checkPosition(ctx, pos); err != nil {
+		return err
+	}
+	now := p.tier.opts.Now()
+	err := p.tier.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		return true, p.save(ctx, tx, pos, now)
+	})
+	if err != nil {
+		dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
+		return coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+	}
+	return nil
+}
+
+// checkPosition refuses, before any I/O, a position this store does not
+// keep (a source not configured as stored, a closed store) or cannot
+// hold.
+func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) error {
+	const op = "save position"
 	if err := p.check(ctx, op, pos.Source, pos.Partition); err != nil {
 		return err
 	}
@@ -99,30 +121,72 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 		return coverage.NewError(op, dest, coverage.Range{},
 			fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
 	}
-	// A source name is configured and so has no NUL unless configured
-	// with one, which PostgreSQL refuses: an error, nothing stored.
-	now := p.tier.opts.Now()
-	err := p.tier.inTx(ctx, func(tx pgx.Tx) (bool, error) {
-		tag, err := tx.Exec(ctx, "INSERT INTO "+p.table+" (source, partition, batch, cursor, saved_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-			pos.Source, pos.Partition, int64(pos.Batch), pos.Cursor, now)
-		if err != nil {
-			return false, fmt.Errorf("insert: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return false, nil // saved before
-		}
-		_, err = tx.Exec(ctx, "DELETE FROM "+p.table+` WHERE source = $1 AND partition = $2 AND (batch, cursor) <
-			(SELECT batch, cursor FROM `+p.table+` WHERE source = $1 AND partition = $2 ORDER BY batch DESC, cursor DESC OFFSET $3 LIMIT 1)`,
-			pos.Source, pos.Partition, MaxPositionsPerPartition-1)
-		if err != nil {
-			return false, fmt.Errorf("drop the positions past the bound: %w", err)
-		}
-		return true, nil
-	})
+	return nil
+}
+
+// save inserts pos in tx and drops the partition's positions past the
+// bound. A source name is configured and so has no NUL unless configured
+// with one, which PostgreSQL refuses: an error, nothing stored.
+func (p *Positions) save(ctx context.Context, tx pgx.Tx, pos coverage.Position, now time.Time) error {
+	tag, err := tx.Exec(ctx, "INSERT INTO "+p.table+" (source, partition, batch, cursor, saved_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+		pos.Source, pos.Partition, int64(pos.Batch), pos.Cursor, now)
 	if err != nil {
-		return coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+		return fmt.Errorf("insert: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil // saved before
+	}
+	_, err = tx.Exec(ctx, "DELETE FROM "+p.table+` WHERE source = $1 AND partition = $2 AND (batch, cursor) <
+		(SELECT batch, cursor FROM `+p.table+` WHERE source = $1 AND partition = $2 ORDER BY batch DESC, cursor DESC OFFSET $3 LIMIT 1)`,
+		pos.Source, pos.Partition, MaxPositionsPerPartition-1)
+	if err != nil {
+		return fmt.Errorf("drop the positions past the bound: %w", err)
 	}
 	return nil
+}
+
+// SharesTier reports whether t is the durable tier in this store's own
+// database and schema, so that AppendWithPositions can write both.
+func (p *Positions) SharesTier(t durable.Tier) bool {
+	tier, ok := t.(*Tier)
+	return ok && tier.name == p.tier.name
+}
+
+// AppendWithPositions appends the checkpoint c to t and saves the
+// positions ps in one transaction: a pod's raw coverage and the source
+// positions it allows commit together, or neither does. t must be this
+// store's own tier (SharesTier), else nothing is written and the error
+// says so. A position this store refuses whatever happens (a source not
+// configured as stored, an invalid position) is left out and returned in
+// refused; the rest are saved with the checkpoint.
+func (p *Positions) AppendWithPositions(ctx context.Context, t durable.Tier, c durable.Checkpoint, ps []coverage.Position) (saved int, refused []error, err error) {
+	if !p.SharesTier(t) {
+		return 0, nil, fmt.Errorf("postgres: positions in %s cannot be saved in the transaction of %s, another store", p.tier.Name(), t.Name())
+	}
+	keep := make([]coverage.Position, 0, len(ps))
+	for _, pos := range ps {
+		if err := p.checkPosition(ctx, pos); err != nil {
+			if errors.Is(err, coverage.ErrClosed) || ctx.Err() != nil {
+				return 0, nil, err
+			}
+			refused = append(refused, err)
+			continue
+		}
+		keep = append(keep, pos)
+	}
+	now := p.tier.opts.Now()
+	err = t.(*Tier).appendWith(ctx, c, func(tx pgx.Tx) error {
+		for _, pos := range keep {
+			if err := p.save(ctx, tx, pos, now); err != nil {
+				return fmt.Errorf("save position %s/%d at batch %d: %w", pos.Source, pos.Partition, pos.Batch, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, refused, err
+	}
+	return len(keep), refused, nil
 }
 
 // Positions implements coverage.PositionStore: the positions kept for the

@@ -116,6 +116,13 @@ func (t *Tier) Close() {
 // them, is returned and leaves the outcome unknown: append again, and the
 // name row makes that a no-op if the first one landed.
 func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
+	return t.appendWith(ctx, c, nil)
+}
+
+// appendWith is Append running also, when set, in the same transaction
+// after the ranges (or after finding the name landed before), so that what
+// it writes commits with the checkpoint or not at all.
+func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(pgx.Tx) error) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -142,6 +149,9 @@ func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
 		}
 		switch tag.RowsAffected() {
 		case 1:
+			if err := upsert(ctx, tx, t.opts.Schema, c.Writer, now, merged); err != nil {
+				return false, err
+			}
 		case 0:
 			var had string
 			if err := tx.QueryRow(ctx, "SELECT digest FROM "+t.ckpts+" WHERE writer = $1 AND name = $2", c.Writer, c.Name).Scan(&had); err != nil {
@@ -150,11 +160,18 @@ func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
 			if had != digest {
 				return false, fmt.Errorf("%w: committed with payload %s, now %s: give every distinct checkpoint its own name", durable.ErrNameReused, had, digest)
 			}
-			return false, nil // landed before: nothing to write
+			if also == nil {
+				return false, nil // landed before: nothing to write
+			}
 		default:
 			return false, fmt.Errorf("recording the name inserted %d rows", tag.RowsAffected())
 		}
-		return true, upsert(ctx, tx, t.opts.Schema, c.Writer, now, merged)
+		if also != nil {
+			if err := also(tx); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: append %q of %q to %s: %w", c.Name, c.Writer, t.name, err)
