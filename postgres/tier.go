@@ -288,18 +288,18 @@ func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 	if noMatch(f) {
 		return out, nil
 	}
-	rows, err := t.pool.Query(ctx, "SELECT sink, topic, partition, covered FROM "+t.coverage+filterSQL, f.Sink, f.Topic, f.Partition)
+	rows, err := t.pool.Query(ctx, coverageSQL+t.coverage+coverageBounds+filterSQL, f.Sink, f.Topic, f.Partition)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var d coverage.Destination
-		var mr pgtype.Multirange[pgtype.Range[pgtype.Int8]]
-		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &mr); err != nil {
+		var lo, hi []pgtype.Int8
+		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lo, &hi); err != nil {
 			return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
 		}
-		set, err := rangeSet(mr)
+		set, err := rangeSet(lo, hi)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: coverage of %s on %s: %w", d, t.name, err)
 		}
@@ -311,21 +311,32 @@ func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 	return out, nil
 }
 
-// rangeSet converts a stored multirange. Only [start,end) ranges of
-// non-negative bounds are ever written; anything else is refused as
-// corrupt rather than read as coverage.
-func rangeSet(mr pgtype.Multirange[pgtype.Range[pgtype.Int8]]) (*coverage.RangeSet, error) {
-	rs := make([]coverage.Range, 0, len(mr))
-	for _, r := range mr {
-		if !r.Valid || r.LowerType != pgtype.Inclusive || r.UpperType != pgtype.Exclusive ||
-			!r.Lower.Valid || !r.Upper.Valid || r.Lower.Int64 < 0 || r.Upper.Int64 <= r.Lower.Int64 {
-			return nil, fmt.Errorf("%w: stored range %+v is not a bounded [start,end) of batch ids", coverage.ErrCorrupt, r)
-		}
-		rs = append(rs, coverage.Range{Start: uint64(r.Lower.Int64), End: uint64(r.Upper.Int64)})
+// coverageSQL reads each row's multirange as two arrays of bounds, from
+// one aggregate over its ranges, so the i-th elements are one range's.
+// PostgreSQL's binary output of a multirange (multirange_send) costs about
+// 2.5 s per million ranges on the server; the arrays, a fifth of that.
+const (
+	coverageSQL    = "SELECT sink, topic, partition, b.lo, b.hi FROM "
+	coverageBounds = " CROSS JOIN LATERAL (SELECT array_agg(lower(r)) AS lo, array_agg(upper(r)) AS hi FROM unnest(covered) AS r) AS b"
+)
+
+// rangeSet converts a stored multirange's bounds (lo[i], hi[i]). int8range
+// is discrete, so every bounded range reads back as [lower,upper); only
+// non-negative bounds are ever written, and an unbounded side reads as
+// NULL. Anything else is refused as corrupt rather than read as coverage.
+func rangeSet(lo, hi []pgtype.Int8) (*coverage.RangeSet, error) {
+	if len(lo) != len(hi) {
+		return nil, fmt.Errorf("%w: %d lower bounds and %d upper bounds", coverage.ErrCorrupt, len(lo), len(hi))
 	}
-	set, err := coverage.NewRangeSet(rs...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", coverage.ErrCorrupt, err)
+	var set coverage.RangeSet
+	for i := range lo {
+		l, u := lo[i], hi[i]
+		if !l.Valid || !u.Valid || l.Int64 < 0 || u.Int64 <= l.Int64 {
+			return nil, fmt.Errorf("%w: stored range %d (lower %+v, upper %+v) is not a bounded [start,end) of batch ids", coverage.ErrCorrupt, i, l, u)
+		}
+		if err := set.Add(coverage.Range{Start: uint64(l.Int64), End: uint64(u.Int64)}); err != nil {
+			return nil, fmt.Errorf("%w: %w", coverage.ErrCorrupt, err)
+		}
 	}
 	return &set, nil
 }
