@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 )
@@ -345,7 +346,13 @@ type outage struct {
 // what it had; once the catalog is back one Sync carries everything.
 func outageScenario(t *testing.T, e *env, o outage) {
 	t.Helper()
-	m := e.owner(t, "", "pod-a")
+	outageOn(t, e.table, e.owner(t, "", "pod-a"), o)
+}
+
+// outageOn is outageScenario on any durable tier, m an owner with nothing
+// recorded that checkpoints into it.
+func outageOn(t *testing.T, tier durable.Tier, m *Mirror, o outage) {
+	t.Helper()
 	defer m.Close()
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
 	record(t, m, d, 1, 10)
@@ -355,7 +362,7 @@ func outageScenario(t *testing.T, e *env, o outage) {
 	o.begin(t)
 	record(t, m, d, 10, 20)
 	err := m.Sync(ctx)
-	if err == nil || !strings.Contains(err.Error(), o.wantErr) || !strings.Contains(err.Error(), e.table.Name()) {
+	if err == nil || !strings.Contains(err.Error(), o.wantErr) || !strings.Contains(err.Error(), tier.Name()) {
 		t.Fatalf("sync with %s: %v", o.what, err)
 	}
 	t.Logf("what the operator sees: %v", err)
@@ -371,15 +378,19 @@ func outageScenario(t *testing.T, e *env, o outage) {
 		t.Fatalf("stats with %s: %+v", o.what, s)
 	}
 	// Where the table can be read meanwhile, it holds what it held.
-	if all, err := e.table.Coverage(ctx, iceberg.Filter{}); err == nil && !slices.Equal(all[d].Ranges(), []coverage.Range{rg(1, 10)}) {
+	if all, err := tier.Coverage(ctx, durable.Filter{}); err == nil && !slices.Equal(all[d].Ranges(), []coverage.Range{rg(1, 10)}) {
 		t.Fatalf("with %s the table holds %v", o.what, all[d])
 	}
 	o.end(t)
 	if err := m.Sync(ctx); err != nil {
 		t.Fatalf("sync once %s is over: %v", o.what, err)
 	}
-	if got := committed(t, e, d); !slices.Equal(got, []coverage.Range{rg(1, 20), rg(30, 40)}) {
-		t.Fatalf("once %s is over the table holds %v", o.what, got)
+	all, err := tier.Coverage(ctx, durable.Filter{})
+	if err != nil {
+		t.Fatalf("reading %s once %s is over: %v", tier.Name(), o.what, err)
+	}
+	if got := all[d]; got == nil || !slices.Equal(got.Ranges(), []coverage.Range{rg(1, 20), rg(30, 40)}) {
+		t.Fatalf("once %s is over %s holds %v", o.what, tier.Name(), got)
 	}
 	if s := m.Stats(); s.ConsecutiveFailures != 0 || s.PendingBatches != 0 {
 		t.Fatalf("stats after recovery: %+v", s)

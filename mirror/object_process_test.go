@@ -2,16 +2,8 @@ package mirror
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/internal/childproc"
-	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/object"
 )
 
@@ -46,61 +38,18 @@ func openObjectTier(dir string) (*object.Store, error) {
 func TestEightProcessesCheckpointObjects(t *testing.T) {
 	const owners = 8
 	dir := t.TempDir()
-	var children []*childproc.Child
-	for w := range owners {
-		children = append(children, childproc.Start(t, "concurrent", childObjectDir+"="+dir,
-			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w)))
-	}
-	writes, preconditions := 0, 0
-	for w, c := range children {
-		c.Wait(t, fmt.Sprintf("owner %d", w))
-		var wr, pre, unknown int
-		i := strings.Index(c.Output(), "object-stats ")
-		if i < 0 {
-			t.Fatalf("owner %d printed no counters: %s", w, c.Output())
-		}
-		if _, err := fmt.Sscanf(c.Output()[i:], "object-stats writes=%d preconditions=%d unknown=%d", &wr, &pre, &unknown); err != nil {
-			t.Fatalf("owner %d: %v in %q", w, err, c.Output())
-		}
-		writes, preconditions = writes+wr, preconditions+pre
+	var writes, preconditions int64
+	for w, out := range runOwners(t, owners, childObjectDir+"="+dir) {
+		c := childCounters(t, fmt.Sprintf("owner %d", w), out, "object-stats", "writes", "preconditions", "unknown")
+		writes, preconditions = writes+c["writes"], preconditions+c["preconditions"]
 	}
 	t.Logf("%d owners x %d checkpoints: %d sink-object writes, %d conditional writes refused (another owner wrote first) and retried",
 		owners, checkpointsPerOwner, writes, preconditions)
-	want := map[coverage.Destination]*coverage.RangeSet{}
-	for w := range owners {
-		for i := range checkpointsPerOwner {
-			for _, dr := range ownerRanges(w, i) {
-				if want[dr.Destination] == nil {
-					want[dr.Destination] = new(coverage.RangeSet)
-				}
-				for _, r := range dr.Ranges {
-					_ = want[dr.Destination].Add(r)
-				}
-			}
-		}
-	}
 	tier, err := openObjectTier(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireExactly(t, tier, want)
-}
-
-// requireExactly fails t unless tier covers exactly want.
-func requireExactly(t *testing.T, tier durable.Tier, want map[coverage.Destination]*coverage.RangeSet) {
-	t.Helper()
-	got, err := tier.Coverage(ctx, durable.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%s has %d destinations, want %d", tier.Name(), len(got), len(want))
-	}
-	for d, set := range want {
-		if got[d] == nil || !got[d].Equal(set) {
-			t.Fatalf("%s: %s holds %v, want the union %v", d, tier.Name(), got[d], set.String())
-		}
-	}
+	requireExactly(t, tier, ownersUnion(owners))
 }
 
 // TestCrashDuringObjectCheckpoints kills a process checkpointing into the
@@ -113,31 +62,10 @@ func TestCrashDuringObjectCheckpoints(t *testing.T) {
 	if testing.Short() {
 		kills = 5
 	}
-	dir, localDir, logPath := t.TempDir(), t.TempDir(), t.TempDir()+"/log"
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
-	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
-	var logOffset int64
+	dir := t.TempDir()
 	tier, err := openObjectTier(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for kill := range kills {
-		child := childproc.Start(t, "crash", childObjectDir+"="+dir, childLocal+"="+localDir,
-			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
-		child.KillAfter(t, time.Duration(200+r.IntN(800))*time.Millisecond, fmt.Sprintf("kill %d", kill))
-		logOffset = readAttempted(t, logPath, logOffset, attempted)
-		checkAfterKill(t, kill, tier, attempted, func() *Mirror {
-			l, err := local.Open(local.Options{Dir: localDir})
-			if err != nil {
-				t.Fatalf("kill %d: reopening the local tier: %v", kill, err)
-			}
-			m, err := New(Options{Local: l, Durable: tier, Writer: "crasher"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		})
-	}
+	crashInto(t, tier, kills, childObjectDir+"="+dir)
 }

@@ -28,6 +28,7 @@ const (
 	childNS             = "COVMIRROR_CHILD_NAMESPACE"
 	childNoExpiry       = "COVMIRROR_CHILD_NO_EXPIRY"
 	childObjectDir      = "COVMIRROR_CHILD_OBJECT_DIR" // set: the object tier on this directory, not the table
+	childPGSchema       = "COVMIRROR_CHILD_PG_SCHEMA"  // set: the PostgreSQL tier in this schema, not the table
 	checkpointsPerOwner = 100
 )
 
@@ -44,6 +45,9 @@ func TestMain(m *testing.M) {
 func withChildMirror(role func(*Mirror) error) error {
 	if dir := os.Getenv(childObjectDir); dir != "" {
 		return withChildObjectMirror(dir, role)
+	}
+	if schema := os.Getenv(childPGSchema); schema != "" {
+		return withChildPostgresMirror(schema, role)
 	}
 	var props map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(childProps)), &props); err != nil {
@@ -164,14 +168,7 @@ func TestTwoProcessesCheckpointConcurrently(t *testing.T) {
 
 func twoProcesses(t *testing.T, e *env) {
 	propsJSON, _ := json.Marshal(e.props)
-	var owners []*childproc.Child
-	for w := range 2 {
-		owners = append(owners, childproc.Start(t, "concurrent", childProps+"="+string(propsJSON), childNS+"="+e.namespace,
-			childLocal+"="+t.TempDir(), childWriter+"=owner-"+strconv.Itoa(w)))
-	}
-	for w, owner := range owners {
-		owner.Wait(t, fmt.Sprintf("owner %d", w))
-	}
+	runOwners(t, 2, childProps+"="+string(propsJSON), childNS+"="+e.namespace)
 	requireOwnersUnion(t, e)
 	tbl, _ := e.table.Load(ctx)
 	perWriter := map[string]int{}
@@ -187,31 +184,7 @@ func twoProcesses(t *testing.T, e *env) {
 // both concurrent owners' ranges.
 func requireOwnersUnion(t *testing.T, e *env) {
 	t.Helper()
-	want := map[coverage.Destination]*coverage.RangeSet{}
-	for w := range 2 {
-		for i := range checkpointsPerOwner {
-			for _, dr := range ownerRanges(w, i) {
-				if want[dr.Destination] == nil {
-					want[dr.Destination] = new(coverage.RangeSet)
-				}
-				for _, r := range dr.Ranges {
-					_ = want[dr.Destination].Add(r)
-				}
-			}
-		}
-	}
-	got, err := e.table.Coverage(ctx, iceberg.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("the table has %d destinations, want %d", len(got), len(want))
-	}
-	for d, set := range want {
-		if got[d] == nil || !got[d].Equal(set) {
-			t.Fatalf("%s: table holds %v, want the union %v", d, got[d], set.String())
-		}
-	}
+	requireExactly(t, e.table, ownersUnion(2))
 }
 
 // crashingOwner records random ranges and checkpoints often, logging each
@@ -256,20 +229,7 @@ func TestCrashDuringCheckpoints(t *testing.T) {
 
 func crashDuringCheckpoints(t *testing.T, e *env, kills int) {
 	propsJSON, _ := json.Marshal(e.props)
-	localDir, logPath := t.TempDir(), t.TempDir()+"/log"
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
-	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
-	var logOffset int64
-	for kill := range kills {
-		child := childproc.Start(t, "crash", childProps+"="+string(propsJSON), childNS+"="+e.namespace, childLocal+"="+localDir,
-			childWriter+"=crasher", childLog+"="+logPath, childSeed+"="+strconv.FormatUint(r.Uint64(), 10))
-		child.KillAfter(t, time.Duration(200+r.IntN(800))*time.Millisecond, fmt.Sprintf("kill %d", kill))
-		logOffset = readAttempted(t, logPath, logOffset, attempted)
-
-		checkAfterKill(t, kill, e.table, attempted, func() *Mirror { return e.owner(t, localDir, "crasher") })
-	}
+	crashInto(t, e.table, kills, childProps+"="+string(propsJSON), childNS+"="+e.namespace)
 }
 
 // checkAfterKill checks a tier after a checkpointing child was killed: it
