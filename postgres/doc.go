@@ -1,16 +1,22 @@
 // Package postgres is the durable tier as PostgreSQL tables (14 or later):
-// per (sink, topic, partition) one row whose covered column is an
+// per (sink, topic, partition) rows whose covered column is an
 // int8multirange of batch ids, beside a table of checkpoint names and one
 // of stored source positions, all in one schema (Options.Schema).
 //
 // # The invariant it owns
 //
-// A destination's coverage only ever grows by union: every write is an
-// upsert that sets covered = covered + new, PostgreSQL's multirange union,
-// under the row lock ON CONFLICT takes, so concurrent writers in any
-// number of processes each keep their ranges and none overwrites another.
-// The rows of one write are locked in destination order, so writers of
-// overlapping destinations do not deadlock.
+// A destination's coverage is the union (range_agg) of its rows, and only
+// ever grows: a checkpoint inserts one row per destination holding its new
+// ranges, so it reads, locks and rewrites nothing another writer wrote,
+// and costs what a plain INSERT of its rows costs. Fold merges a
+// destination's rows into one in a single statement (DELETE ... RETURNING
+// feeding the INSERT of their range_agg): the rows it deletes are exactly
+// the rows it merges, so a row inserted meanwhile stays, and two folds of
+// one destination take turns on its row locks. Every Options.FoldEvery-th
+// Append of a Tier folds, after its checkpoint committed; RecordInTx folds
+// a destination past FoldRowsInTx rows within the caller's transaction.
+// A fold that fails leaves more rows for reads to merge, never fewer
+// ranges.
 //
 // A checkpoint's name is bound to its payload: Append inserts (writer,
 // name, digest) in the same transaction as the ranges, so either both
@@ -23,7 +29,7 @@
 // duplicate union, which is harmless.
 //
 // RecordInTx is the exactly-once path for a relational sink: the coverage
-// upsert runs in the caller's transaction, so a sink's rows and their
+// insert runs in the caller's transaction, so a sink's rows and their
 // coverage commit or roll back together.
 //
 // Open creates the schema and the missing tables (under an advisory lock,

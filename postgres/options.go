@@ -51,7 +51,23 @@ type Options struct {
 	// Now is the clock that stamps last writes and checkpoints, for tests.
 	// Zero value: time.Now.
 	Now func() time.Time
+
+	// FoldEvery is how many Appends of this Tier pass between folds: every
+	// FoldEvery-th Append, once it has committed, folds each destination
+	// of the schema that has more than one row into one (see Fold). Zero
+	// value: DefaultFoldEvery. Negative: never fold from Append.
+	FoldEvery int
 }
+
+// DefaultFoldEvery is Options.FoldEvery's zero value: a checkpoint is one
+// INSERT, and every eighth of a Tier's also folds the rows checkpoints
+// added, so reads merge few rows per destination.
+const DefaultFoldEvery = 8
+
+// FoldRowsInTx is how many rows a destination may hold before RecordInTx
+// folds it in the caller's transaction: a writer that only ever records in
+// its own transactions keeps its destinations folded too.
+const FoldRowsInTx = 32
 
 // EnsureDefaults fills in the zero-valued fields with their defaults.
 func (o *Options) EnsureDefaults() {
@@ -72,6 +88,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FoldEvery == 0 {
+		o.FoldEvery = DefaultFoldEvery
 	}
 }
 

@@ -77,7 +77,10 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("postgres: %q: %w (the queries with one are %s)", name, ErrNoPostgresForm, strings.Join(QueryNames(), ", "))
 	}
-	text := strings.ReplaceAll(string(b), "{{coverage}}", pgx.Identifier{schema, "coverage"}.Sanitize())
+	// A destination's coverage is the union of its rows (see Fold).
+	merged := "(SELECT sink, topic, \"partition\", range_agg(covered) AS covered, max(last_write) AS last_write FROM " +
+		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
+	text := strings.ReplaceAll(string(b), "{{coverage}}", merged)
 	if p == nil {
 		return text, nil
 	}

@@ -14,73 +14,87 @@ import (
 	"github.com/covmirror/covmirror/durable"
 )
 
-// execer is what an upsert needs: a pool, a connection or a transaction.
+// execer is what a write needs: a pool, a connection or a transaction.
 type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// upsertSQL merges, in one statement, each destination's ranges into its
-// row: the ranges travel as one multirange literal per destination
-// ('{[lo,hi),...}', parsed and normalized by the server), since pgx has no
-// codec for an array of multiranges; parsing them costs far less than
-// aggregating flat arrays with range_agg, which at 100,000 destinations
-// spilled to disk. Rows go in destination order (the ORDINALITY of merged
-// input), so that concurrent writers lock shared rows in one order and do
-// not deadlock. covered only grows: + is the union.
-const upsertSQL = `
-INSERT INTO %s AS c (sink, topic, partition, covered, last_writer, last_write)
-SELECT d.sink, d.topic, d.partition, d.covered::int8multirange, $5, $6
-FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[]) WITH ORDINALITY AS d(sink, topic, partition, covered, i)
-ORDER BY d.i
-ON CONFLICT (sink, topic, partition) DO UPDATE
-SET covered = c.covered + EXCLUDED.covered,
-    last_writer = EXCLUDED.last_writer,
-    last_write = EXCLUDED.last_write`
+// insertSQL adds one row per destination holding the new ranges. A
+// destination's coverage is the union of its rows (range_agg), so an
+// insert can only add to it: nothing another writer wrote is read, locked
+// or rewritten, and a checkpoint costs about what a plain INSERT of its
+// rows costs. Fold merges a destination's rows into one. A destination
+// with one range (the usual checkpoint) travels as two int8s; one with
+// more as a multirange literal ('{[lo,hi),...}', parsed and normalized by
+// the server), since pgx has no codec for an array of multiranges and
+// aggregating flat arrays with range_agg spilled to disk at 100,000
+// destinations.
+const insertSQL = `
+INSERT INTO %s (sink, topic, partition, covered, last_writer, last_write)
+SELECT d.sink, d.topic, d.partition,
+       CASE WHEN d.many IS NULL THEN int8multirange(int8range(d.lo, d.hi)) ELSE d.many::int8multirange END, $7, $8
+FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::int8[], $6::text[]) AS d(sink, topic, partition, lo, hi, many)`
 
-// upsert merges merged (one entry per destination, in destination order,
-// as durable.MergeRanges returns) into schema's coverage table. A
-// destination without ranges is skipped. It checks that the statement
-// touched one row per destination: a nil error alone is not taken as the
-// ranges being there.
-func upsert(ctx context.Context, db execer, schema, writer string, at time.Time, merged []coverage.DestinationRanges) error {
+// insert adds merged (one entry per destination, in destination order, as
+// durable.MergeRanges returns) to schema's coverage table. A destination
+// without ranges is skipped. It checks that the statement added one row
+// per destination: a nil error alone is not taken as the ranges being
+// there. It returns the destinations it wrote, as columns.
+func insert(ctx context.Context, db execer, schema, writer string, at time.Time, merged []coverage.DestinationRanges) (dests, error) {
 	var (
-		sinks, topics, covered []string
-		parts                  []int32
-		buf                    []byte
+		d      dests
+		lo, hi []int64
+		many   []*string
+		buf    []byte
 	)
 	for _, dr := range merged {
 		if len(dr.Ranges) == 0 {
 			continue
 		}
-		sinks = append(sinks, dr.Destination.Sink)
-		topics = append(topics, dr.Destination.Topic)
-		parts = append(parts, dr.Destination.Partition)
+		d.add(dr.Destination)
+		// Validated: End <= MaxBatchEnd, so both bounds fit an int8.
+		if len(dr.Ranges) == 1 {
+			lo, hi, many = append(lo, int64(dr.Ranges[0].Start)), append(hi, int64(dr.Ranges[0].End)), append(many, nil)
+			continue
+		}
 		buf = append(buf[:0], '{')
 		for i, r := range dr.Ranges {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			// Validated: End <= MaxBatchEnd, so both fit an int8.
 			buf = append(buf, '[')
 			buf = strconv.AppendUint(buf, r.Start, 10)
 			buf = append(buf, ',')
 			buf = strconv.AppendUint(buf, r.End, 10)
 			buf = append(buf, ')')
 		}
-		covered = append(covered, string(append(buf, '}')))
+		lit := string(append(buf, '}'))
+		lo, hi, many = append(lo, 0), append(hi, 0), append(many, &lit)
 	}
-	if len(sinks) == 0 {
-		return nil
+	if len(lo) == 0 {
+		return d, nil
 	}
-	sql := fmt.Sprintf(upsertSQL, pgx.Identifier{schema, "coverage"}.Sanitize())
-	tag, err := db.Exec(ctx, sql, sinks, topics, parts, covered, writer, at)
+	sql := fmt.Sprintf(insertSQL, pgx.Identifier{schema, "coverage"}.Sanitize())
+	tag, err := db.Exec(ctx, sql, d.sinks, d.topics, d.parts, lo, hi, many, writer, at)
 	if err != nil {
-		return fmt.Errorf("upsert %d destinations: %w", len(sinks), err)
+		return d, fmt.Errorf("insert %d destinations: %w", len(lo), err)
 	}
-	if tag.RowsAffected() != int64(len(sinks)) {
-		return fmt.Errorf("upsert %d destinations touched %d rows (%s): the coverage may not hold them", len(sinks), tag.RowsAffected(), tag)
+	if tag.RowsAffected() != int64(len(lo)) {
+		return d, fmt.Errorf("insert %d destinations added %d rows (%s): the coverage may not hold them", len(lo), tag.RowsAffected(), tag)
 	}
-	return nil
+	return d, nil
+}
+
+// dests are destinations as the three arrays a statement takes.
+type dests struct {
+	sinks, topics []string
+	parts         []int32
+}
+
+func (d *dests) add(dest coverage.Destination) {
+	d.sinks = append(d.sinks, dest.Sink)
+	d.topics = append(d.topics, dest.Topic)
+	d.parts = append(d.parts, dest.Partition)
 }
 
 // validateRanges refuses what Record would refuse, and what PostgreSQL
@@ -109,17 +123,18 @@ func refuseNUL(ranges []coverage.DestinationRanges) error {
 	return nil
 }
 
-// RecordInTx merges ranges into the coverage table of schema inside the
+// RecordInTx adds ranges to the coverage table of schema inside the
 // caller's transaction tx, as writer: the exactly-once path for a
 // relational sink, whose rows and their coverage then commit or roll back
 // together. It writes no checkpoint name (the transaction is the unit) and
 // does not commit. The tables must exist (Open creates them).
 //
-// Under REPEATABLE READ or SERIALIZABLE, a concurrent writer of the same
-// destination makes it fail with a serialization failure (SQLSTATE
-// 40001); the caller retries its whole transaction. Under READ COMMITTED
-// (PostgreSQL's default) the row lock orders the writers and the union
-// holds both.
+// It adds a row per destination, and folds a destination that has more
+// than FoldRowsInTx rows within the same transaction. Under REPEATABLE
+// READ or SERIALIZABLE, a fold meeting a concurrent one can fail with a
+// serialization failure (SQLSTATE 40001); the caller retries its whole
+// transaction. Under READ COMMITTED (PostgreSQL's default) the folds take
+// turns on the row locks and the union holds both.
 func RecordInTx(ctx context.Context, tx pgx.Tx, schema, writer string, ranges []coverage.DestinationRanges) error {
 	if err := ValidateSchema(schema); err != nil {
 		return err
@@ -139,7 +154,11 @@ func recordInTx(ctx context.Context, tx pgx.Tx, schema, writer string, at time.T
 	if err := validateRanges(ranges); err != nil {
 		return err
 	}
-	if err := upsert(ctx, tx, schema, writer, at, durable.MergeRanges(ranges)); err != nil {
+	d, err := insert(ctx, tx, schema, writer, at, durable.MergeRanges(ranges))
+	if err != nil {
+		return fmt.Errorf("postgres: record in transaction of %q, schema %q: %w", writer, schema, err)
+	}
+	if _, err := fold(ctx, tx, schema, d, FoldRowsInTx); err != nil {
 		return fmt.Errorf("postgres: record in transaction of %q, schema %q: %w", writer, schema, err)
 	}
 	return nil

@@ -48,11 +48,16 @@ type table struct {
 
 // tables are the tier's tables. Every column is NOT NULL.
 var tables = []table{
+	// coverage has no key and no index: a checkpoint is an append (an
+	// index costs more than the rows), a destination may have several
+	// rows until a fold, and reads scan a table of about one row per
+	// destination. REPLICA IDENTITY FULL lets a publication that
+	// replicates deletes (a fold's) carry them without a key.
 	{"coverage", []column{
 		{"sink", "text"}, {"topic", "text"}, {"partition", "integer"},
 		{"covered", "int8multirange"},
 		{"last_writer", "text"}, {"last_write", "timestamp with time zone"},
-	}, []string{"sink", "topic", "partition"}},
+	}, nil},
 	{"checkpoints", []column{
 		{"writer", "text"}, {"name", "text"}, {"digest", "text"},
 		{"sinks", "text[]"}, {"ranges", "bigint"},
@@ -64,19 +69,25 @@ var tables = []table{
 	}, []string{"source", "partition", "batch", "cursor"}},
 }
 
-// createSQL is t's CREATE TABLE IF NOT EXISTS in schema.
-func (t table) createSQL(schema string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (", pgx.Identifier{schema, t.name}.Sanitize())
+// createSQL is t's CREATE TABLE IF NOT EXISTS in schema, and for a table
+// without a key, the replica identity a publication needs to carry its
+// deletes.
+func (t table) createSQL(schema string) []string {
+	name := pgx.Identifier{schema, t.name}.Sanitize()
+	defs := make([]string, 0, len(t.columns)+1)
 	for _, c := range t.columns {
-		fmt.Fprintf(&b, "%s %s NOT NULL, ", pgx.Identifier{c.name}.Sanitize(), c.typ)
+		defs = append(defs, pgx.Identifier{c.name}.Sanitize()+" "+c.typ+" NOT NULL")
+	}
+	if len(t.key) == 0 {
+		return []string{"CREATE TABLE IF NOT EXISTS " + name + " (" + strings.Join(defs, ", ") + ")",
+			"ALTER TABLE " + name + " REPLICA IDENTITY FULL"}
 	}
 	keys := make([]string, len(t.key))
 	for i, k := range t.key {
 		keys[i] = pgx.Identifier{k}.Sanitize()
 	}
-	fmt.Fprintf(&b, "PRIMARY KEY (%s))", strings.Join(keys, ", "))
-	return b.String()
+	defs = append(defs, "PRIMARY KEY ("+strings.Join(keys, ", ")+")")
+	return []string{"CREATE TABLE IF NOT EXISTS " + name + " (" + strings.Join(defs, ", ") + ")"}
 }
 
 // querier is what the schema checks need of a pool, a connection or a
@@ -108,7 +119,9 @@ func ensureSchema(ctx context.Context, db interface {
 	}
 	stmts := []string{"CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{schema}.Sanitize()}
 	for _, t := range tables {
-		stmts = append(stmts, t.createSQL(schema))
+		if slices.Contains(missing, t.name) { // a table there already is never altered
+			stmts = append(stmts, t.createSQL(schema)...)
+		}
 	}
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {

@@ -108,7 +108,7 @@ func TestCorruptCoverageRefused(t *testing.T) {
 	tier := openTier(t, schema)
 	for _, bad := range []string{"{[5,)}", "{[-3,4)}"} {
 		exec(t, "DELETE FROM "+tier.coverage)
-		exec(t, "INSERT INTO "+tier.coverage+" VALUES ('s', 't', 0, $1::int8multirange, 'w', now())", bad)
+		exec(t, "INSERT INTO "+tier.coverage+" (sink, topic, partition, covered, last_writer, last_write) VALUES ('s', 't', 0, $1::int8multirange, 'w', now())", bad)
 		if _, err := tier.Coverage(ctx, durable.Filter{}); !errors.Is(err, coverage.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", bad, err)
 		}

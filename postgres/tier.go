@@ -13,10 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 )
 
@@ -31,6 +29,7 @@ type Tier struct {
 	coverage string // the quoted coverage table
 	ckpts    string // the quoted checkpoints table
 	retries  atomic.Int64
+	appends  atomic.Int64 // Appends that committed, for Options.FoldEvery
 }
 
 // The tables are a durable tier.
@@ -134,7 +133,7 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 	}
 	merged := durable.MergeRanges(c.Ranges)
 	digest := durable.Digest("append", c.Writer, merged, c.Rows())
-	var sinks []string
+	sinks := []string{} // never NULL: a checkpoint without ranges still commits its name
 	for _, dr := range merged {
 		if len(dr.Ranges) > 0 && !slices.Contains(sinks, dr.Destination.Sink) {
 			sinks = append(sinks, dr.Destination.Sink) // sorted: merged is in destination order
@@ -149,7 +148,7 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 		}
 		switch tag.RowsAffected() {
 		case 1:
-			if err := upsert(ctx, tx, t.opts.Schema, c.Writer, now, merged); err != nil {
+			if _, err := insert(ctx, tx, t.opts.Schema, c.Writer, now, merged); err != nil {
 				return false, err
 			}
 		case 0:
@@ -175,6 +174,15 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: append %q of %q to %s: %w", c.Name, c.Writer, t.name, err)
+	}
+	if every := t.opts.FoldEvery; every > 0 && t.appends.Add(1)%int64(every) == 0 {
+		// The checkpoint has landed; a failed fold only leaves more rows
+		// for reads to merge, and the next fold takes them.
+		if n, err := t.Fold(ctx, durable.Filter{}); err != nil {
+			t.opts.Logger.Warn("postgres: folding the coverage rows failed; the next fold retries", "tier", t.name, "err", err)
+		} else {
+			t.opts.Logger.Debug("postgres: coverage rows folded", "tier", t.name, "destinations", n)
+		}
 	}
 	return nil
 }
@@ -270,99 +278,4 @@ func (t *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
 		return false, fmt.Errorf("postgres: landed %q of %q on %s: %w", name, writer, t.name, err)
 	}
 	return ok, nil
-}
-
-// filterSQL is the WHERE clause for f over $1..$3.
-const filterSQL = ` WHERE ($1 = '' OR sink = $1) AND ($2 = '' OR topic = $2) AND ($3::int4 IS NULL OR partition = $3)`
-
-// noMatch: a filter naming a NUL selects nothing (no stored name has one),
-// and PostgreSQL would refuse it as a parameter.
-func noMatch(f durable.Filter) bool {
-	return strings.IndexByte(f.Sink, 0) >= 0 || strings.IndexByte(f.Topic, 0) >= 0
-}
-
-// Coverage returns the coverage of every destination f selects, filtered
-// by the server.
-func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
-	out := map[coverage.Destination]*coverage.RangeSet{}
-	if noMatch(f) {
-		return out, nil
-	}
-	rows, err := t.pool.Query(ctx, coverageSQL+t.coverage+coverageBounds+filterSQL, f.Sink, f.Topic, f.Partition)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var d coverage.Destination
-		var lo, hi []pgtype.Int8
-		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lo, &hi); err != nil {
-			return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
-		}
-		set, err := rangeSet(lo, hi)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: coverage of %s on %s: %w", d, t.name, err)
-		}
-		out[d] = set
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
-	}
-	return out, nil
-}
-
-// coverageSQL reads each row's multirange as two arrays of bounds, from
-// one aggregate over its ranges, so the i-th elements are one range's.
-// PostgreSQL's binary output of a multirange (multirange_send) costs about
-// 2.5 s per million ranges on the server; the arrays, a fifth of that.
-const (
-	coverageSQL    = "SELECT sink, topic, partition, b.lo, b.hi FROM "
-	coverageBounds = " CROSS JOIN LATERAL (SELECT array_agg(lower(r)) AS lo, array_agg(upper(r)) AS hi FROM unnest(covered) AS r) AS b"
-)
-
-// rangeSet converts a stored multirange's bounds (lo[i], hi[i]). int8range
-// is discrete, so every bounded range reads back as [lower,upper); only
-// non-negative bounds are ever written, and an unbounded side reads as
-// NULL. Anything else is refused as corrupt rather than read as coverage.
-func rangeSet(lo, hi []pgtype.Int8) (*coverage.RangeSet, error) {
-	if len(lo) != len(hi) {
-		return nil, fmt.Errorf("%w: %d lower bounds and %d upper bounds", coverage.ErrCorrupt, len(lo), len(hi))
-	}
-	var set coverage.RangeSet
-	for i := range lo {
-		l, u := lo[i], hi[i]
-		if !l.Valid || !u.Valid || l.Int64 < 0 || u.Int64 <= l.Int64 {
-			return nil, fmt.Errorf("%w: stored range %d (lower %+v, upper %+v) is not a bounded [start,end) of batch ids", coverage.ErrCorrupt, i, l, u)
-		}
-		if err := set.Add(coverage.Range{Start: uint64(l.Int64), End: uint64(u.Int64)}); err != nil {
-			return nil, fmt.Errorf("%w: %w", coverage.ErrCorrupt, err)
-		}
-	}
-	return &set, nil
-}
-
-// LastWrites returns, for every destination f selects, its last write:
-// how far behind each destination's writers are.
-func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
-	out := map[coverage.Destination]durable.LastWrite{}
-	if noMatch(f) {
-		return out, nil
-	}
-	rows, err := t.pool.Query(ctx, "SELECT sink, topic, partition, last_writer, last_write FROM "+t.coverage+filterSQL, f.Sink, f.Topic, f.Partition)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var d coverage.Destination
-		var lw durable.LastWrite
-		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lw.Writer, &lw.At); err != nil {
-			return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
-		}
-		out[d] = lw
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
-	}
-	return out, nil
 }

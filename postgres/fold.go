@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+)
+
+// foldSQL replaces the rows of each destination of $1..$3 that has more
+// than $4 rows with one row: their union, and the last writer and time.
+// It is one statement: the rows it deletes are the rows it merges, so a
+// row inserted meanwhile (not in its snapshot) stays as it is, and a row
+// another fold deleted first is neither deleted nor merged again. Nothing
+// is lost either way; the union is the same.
+const foldSQL = `
+WITH targets AS (
+    SELECT c.sink, c.topic, c.partition
+    FROM %[1]s c
+    JOIN unnest($1::text[], $2::text[], $3::int4[]) AS d(sink, topic, partition)
+      ON c.sink = d.sink AND c.topic = d.topic AND c.partition = d.partition
+    GROUP BY c.sink, c.topic, c.partition
+    HAVING count(*) > $4
+),
+gone AS (
+    DELETE FROM %[1]s c USING targets t
+    WHERE c.sink = t.sink AND c.topic = t.topic AND c.partition = t.partition
+    RETURNING c.sink, c.topic, c.partition, c.covered, c.last_writer, c.last_write
+)
+INSERT INTO %[1]s (sink, topic, partition, covered, last_writer, last_write)
+SELECT sink, topic, partition, range_agg(covered),
+       (array_agg(last_writer ORDER BY last_write DESC, last_writer))[1], max(last_write)
+FROM gone
+GROUP BY sink, topic, partition`
+
+// fold folds the destinations d that have more than over rows, in db's
+// transaction, and returns how many it folded.
+func fold(ctx context.Context, db execer, schema string, d dests, over int) (int64, error) {
+	if len(d.sinks) == 0 {
+		return 0, nil
+	}
+	sql := fmt.Sprintf(foldSQL, pgx.Identifier{schema, "coverage"}.Sanitize())
+	tag, err := db.Exec(ctx, sql, d.sinks, d.topics, d.parts, over)
+	if err != nil {
+		return 0, fmt.Errorf("fold %d destinations: %w", len(d.sinks), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Fold merges the rows of every destination f selects that has more than
+// one into one row: their union, the last writer and time. Checkpoints add
+// rows and every Options.FoldEvery-th Append folds; call it to fold now
+// (after a bulk load, say). Concurrent folds and appends are safe: a fold
+// deletes and merges the same rows in one statement. It returns how many
+// destinations it folded.
+func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
+	if noMatch(f) {
+		return 0, nil
+	}
+	var folded int64
+	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		rows, err := tx.Query(ctx, "SELECT sink, topic, partition FROM "+t.coverage+filterSQL+" GROUP BY sink, topic, partition HAVING count(*) > 1 ORDER BY sink, topic, partition",
+			f.Sink, f.Topic, f.Partition)
+		if err != nil {
+			return false, fmt.Errorf("find the destinations to fold: %w", err)
+		}
+		var d dests
+		for rows.Next() {
+			var dest coverage.Destination
+			if err := rows.Scan(&dest.Sink, &dest.Topic, &dest.Partition); err != nil {
+				rows.Close()
+				return false, fmt.Errorf("find the destinations to fold: %w", err)
+			}
+			d.add(dest)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, fmt.Errorf("find the destinations to fold: %w", err)
+		}
+		folded, err = fold(ctx, tx, t.opts.Schema, d, 1)
+		return err == nil, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: fold %+v on %s: %w", f, t.name, err)
+	}
+	return folded, nil
+}
