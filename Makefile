@@ -30,7 +30,9 @@ test-integration:
 # Benchmarks print each measurement beside its baseline from the same run
 # and the ratio between them: roaring64 for the range set, raw Pebble Sets
 # for the local tier, raw iceberg-go appends for checkpoints, an iceberg-go
-# scan with Go-side gaps for the DuckDB gaps query.
+# scan with Go-side gaps for the DuckDB gaps query, a plain multi-row
+# INSERT for a PostgreSQL checkpoint and the Iceberg table for a destination
+# of a million gaps. The postgres benchmarks take their own run counts.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
@@ -41,6 +43,7 @@ bench:
 	$(GO) test -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each
