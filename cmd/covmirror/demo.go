@@ -96,9 +96,8 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 		defer closer.Close()
-		d.primary, d.primaryName, d.primaryFlags = primary, "the sink objects", " --durable object"
+		d.primary, d.primaryName, d.primaryFlags = primary, dg.primaryNoun(), " --durable object"
 		if dg.durable == durablePostgres {
-			d.primaryName = "the coverage rows in PostgreSQL"
 			d.primaryFlags = " --durable postgres --postgres-url URL --postgres-schema " + dg.postgres.schema
 		}
 	}

@@ -29,6 +29,17 @@ type postgresSettings struct {
 	schema string
 }
 
+// primaryNoun names the configured primary as an operator knows it.
+func (g *globals) primaryNoun() string {
+	switch g.durable {
+	case durableObject:
+		return "the sink objects"
+	case durablePostgres:
+		return "the coverage rows in PostgreSQL"
+	}
+	return "the coverage table"
+}
+
 // primaryIsTable: the coverage table is the primary (durable = iceberg);
 // with the other tiers it is their queryable mirror.
 func (g *globals) primaryIsTable() bool { return g.durable == durableIceberg }
@@ -68,9 +79,12 @@ func (g *globals) openBlobs(ctx context.Context) (object.Blobs, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := object.ParseURL(u); err != nil {
+		return nil, usageError{fmt.Errorf("object.url: %w", err)} // a malformed setting
+	}
 	b, err := object.OpenBlobs(ctx, u, object.S3Options{Endpoint: g.object.endpoint, Region: g.object.region, ForcePathStyle: g.object.forcePathStyle})
 	if err != nil {
-		return nil, usageError{fmt.Errorf("object.url: %w", err)}
+		return nil, fmt.Errorf("object.url: %w", err) // a well-formed one that cannot be opened: a failure
 	}
 	return b, nil
 }

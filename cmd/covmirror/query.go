@@ -114,7 +114,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 		if !g.primaryIsTable() {
-			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of the %s primary: it lags it by what `covmirror mirror` has not copied yet\n", table.Name(), g.durable)
+			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of %s: it lags them by what `covmirror mirror` has not copied yet\n", table.Name(), g.primaryNoun())
 		}
 		db, err = queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
 		if err != nil {
