@@ -198,24 +198,31 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 		return nil, err
 	}
 	dest := coverage.Destination{Topic: source, Partition: partition}
-	rows, err := p.tier.pool.Query(ctx, "SELECT batch, cursor FROM "+p.table+" WHERE source = $1 AND partition = $2 ORDER BY batch, cursor", source, partition)
+	var out []coverage.Position
+	err := p.tier.read(ctx, func(tx pgx.Tx) error {
+		out = []coverage.Position{}
+		rows, err := tx.Query(ctx, "SELECT batch, cursor FROM "+p.table+" WHERE source = $1 AND partition = $2 ORDER BY batch, cursor", source, partition)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var batch int64
+			var cursor []byte
+			if err := rows.Scan(&batch, &cursor); err != nil {
+				return err
+			}
+			if batch < 0 {
+				return fmt.Errorf("%w: %s holds a negative batch %d", coverage.ErrCorrupt, p.tier.Name(), batch)
+			}
+			out = append(out, coverage.Position{Source: source, Partition: partition, Cursor: cursor, Batch: uint64(batch)})
+		}
+		return rows.Err()
+	})
+	if errors.Is(err, coverage.ErrCorrupt) {
+		return nil, coverage.NewError(op, dest, coverage.Range{}, err)
+	}
 	if err != nil {
-		return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
-	}
-	defer rows.Close()
-	out := []coverage.Position{}
-	for rows.Next() {
-		var batch int64
-		var cursor []byte
-		if err := rows.Scan(&batch, &cursor); err != nil {
-			return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
-		}
-		if batch < 0 {
-			return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s holds a negative batch %d", coverage.ErrCorrupt, p.tier.Name(), batch))
-		}
-		out = append(out, coverage.Position{Source: source, Partition: partition, Cursor: cursor, Batch: uint64(batch)})
-	}
-	if err := rows.Err(); err != nil {
 		return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
 	}
 	return out, nil

@@ -109,23 +109,27 @@ func (t *Tier) Query(ctx context.Context, name string, p QueryParams) (*QueryRes
 	if err != nil {
 		return nil, err
 	}
-	rows, err := t.pool.Query(ctx, text, p.args()...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
-	}
-	defer rows.Close()
-	res := &QueryResult{}
-	for _, f := range rows.FieldDescriptions() {
-		res.Columns = append(res.Columns, f.Name)
-	}
-	for rows.Next() {
-		vals, err := rows.Values()
+	var res *QueryResult
+	err = t.read(ctx, func(tx pgx.Tx) error {
+		res = &QueryResult{}
+		rows, err := tx.Query(ctx, text, p.args()...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
+			return err
 		}
-		res.Rows = append(res.Rows, vals)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for _, f := range rows.FieldDescriptions() {
+			res.Columns = append(res.Columns, f.Name)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				return err
+			}
+			res.Rows = append(res.Rows, vals)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
 	}
 	return res, nil

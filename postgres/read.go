@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -31,25 +32,29 @@ func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 	// Each row as it is; the union of a destination's rows is taken here,
 	// where sorting a few rows' ranges costs less than range_agg on the
 	// server, which sorts every range of the destination again.
-	rows, err := t.pool.Query(ctx, "SELECT sink, topic, partition, b.lo, b.hi FROM "+t.coverage+coverageBounds+filterSQL, f.Sink, f.Topic, f.Partition)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
-	}
-	defer rows.Close()
-	byDest := map[coverage.Destination][][]coverage.Range{}
-	for rows.Next() {
-		var d coverage.Destination
-		var lo, hi []pgtype.Int8
-		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lo, &hi); err != nil {
-			return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
-		}
-		rs, err := storedRanges(lo, hi)
+	var byDest map[coverage.Destination][][]coverage.Range
+	err := t.read(ctx, func(tx pgx.Tx) error {
+		byDest = map[coverage.Destination][][]coverage.Range{}
+		rows, err := tx.Query(ctx, "SELECT sink, topic, partition, b.lo, b.hi FROM "+t.coverage+coverageBounds+filterSQL, f.Sink, f.Topic, f.Partition)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: coverage of %s on %s: %w", d, t.name, err)
+			return err
 		}
-		byDest[d] = append(byDest[d], rs)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var d coverage.Destination
+			var lo, hi []pgtype.Int8
+			if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lo, &hi); err != nil {
+				return err
+			}
+			rs, err := storedRanges(lo, hi)
+			if err != nil {
+				return fmt.Errorf("%s: %w", d, err)
+			}
+			byDest[d] = append(byDest[d], rs)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("postgres: coverage %+v of %s: %w", f, t.name, err)
 	}
 	for d, parts := range byDest {
@@ -102,22 +107,34 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 	if noMatch(f) {
 		return out, nil
 	}
-	rows, err := t.pool.Query(ctx, "SELECT DISTINCT ON (sink, topic, partition) sink, topic, partition, last_writer, last_write FROM "+
-		t.coverage+filterSQL+" ORDER BY sink, topic, partition, last_write DESC, last_writer", f.Sink, f.Topic, f.Partition)
+	err := t.read(ctx, func(tx pgx.Tx) error {
+		clear(out)
+		rows, err := tx.Query(ctx, "SELECT DISTINCT ON (sink, topic, partition) sink, topic, partition, last_writer, last_write FROM "+
+			t.coverage+filterSQL+" ORDER BY sink, topic, partition, last_write DESC, last_writer", f.Sink, f.Topic, f.Partition)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d coverage.Destination
+			var lw durable.LastWrite
+			if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lw.Writer, &lw.At); err != nil {
+				return err
+			}
+			out[d] = lw
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var d coverage.Destination
-		var lw durable.LastWrite
-		if err := rows.Scan(&d.Sink, &d.Topic, &d.Partition, &lw.Writer, &lw.At); err != nil {
-			return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
-		}
-		out[d] = lw
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
-	}
 	return out, nil
+}
+
+// read runs fn in a transaction that is rolled back, begun as every
+// transaction is (so a pooled connection the server has ended is passed
+// over, not returned as a failed read), and run again where PostgreSQL
+// aborted it as a serialization failure. A read has no effect to repeat.
+func (t *Tier) read(ctx context.Context, fn func(pgx.Tx) error) error {
+	return t.inTx(ctx, func(tx pgx.Tx) (bool, error) { return false, fn(tx) })
 }

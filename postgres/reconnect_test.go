@@ -15,7 +15,7 @@ import (
 
 // TestAppendAfterConnectionsDropped: the server ends every connection of
 // the pool while they are idle (a restart, a failover, an idle timeout);
-// the next Append must take a fresh connection, not fail on a dead one,
+// the next Append (or read) must take a fresh connection, not fail on a dead one,
 // which would fail a checkpoint against a server that is up. The pool
 // never pings (as a pool whose connections are used within a second never
 // does), and holds several idle connections, all dead.
@@ -64,6 +64,18 @@ func TestAppendAfterConnectionsDropped(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: %d connections still there after pg_terminate_backend", round, n)
+			}
+		}
+		if round == 1 {
+			// Reads too take a live connection, not a dead one.
+			if _, err := tier.Landed(ctx, "pod-a", "c0"); err != nil {
+				t.Fatalf("landed with the server up and the pool's connections ended: %v", err)
+			}
+			if _, err := tier.Coverage(ctx, durable.Filter{}); err != nil {
+				t.Fatalf("coverage with the server up and the pool's connections ended: %v", err)
+			}
+			if _, err := tier.LastWrites(ctx, durable.Filter{}); err != nil {
+				t.Fatalf("last writes with the server up and the pool's connections ended: %v", err)
 			}
 		}
 		r := coverage.Range{Start: round * 10, End: round*10 + 5}

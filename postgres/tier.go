@@ -274,7 +274,10 @@ func (t *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
 		return false, nil // never stored: Append refuses a NUL
 	}
 	var ok bool
-	if err := t.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.ckpts+" WHERE writer = $1 AND name = $2)", writer, name).Scan(&ok); err != nil {
+	err := t.read(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.ckpts+" WHERE writer = $1 AND name = $2)", writer, name).Scan(&ok)
+	})
+	if err != nil {
 		return false, fmt.Errorf("postgres: landed %q of %q on %s: %w", name, writer, t.name, err)
 	}
 	return ok, nil
