@@ -58,7 +58,7 @@ func (o *Options) ensureDefaults() {
 
 // Result is what one Compact run did.
 type Result struct {
-	Partitions   int   `json:"partitions"`    // sinks whose files were rewritten
+	Sinks        int   `json:"sinks"`         // sinks whose files were rewritten (the table's Iceberg partitions)
 	Skipped      int   `json:"skipped"`       // sinks lost to a concurrent rewrite
 	FilesRead    int   `json:"files_read"`    // data files replaced
 	FilesWritten int   `json:"files_written"` // data files written
@@ -108,7 +108,7 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 		if err != nil {
 			return res, err
 		}
-		res.Partitions++
+		res.Sinks++
 		res.FilesRead += done.FilesRead
 		res.FilesWritten += done.FilesWritten
 		res.BytesRead += done.BytesRead

@@ -126,7 +126,7 @@ func compactionIsSetEqual(t *testing.T, open func(*testing.T) *iceberg.Table) {
 			t.Fatalf("round %d: files %d -> %d, result %+v", round, filesBefore, filesAfter, res)
 		}
 		// A second run finds one file per sink and leaves them.
-		if res, err := Compact(ctx, tbl, Options{}); err != nil || res.Partitions != 0 {
+		if res, err := Compact(ctx, tbl, Options{}); err != nil || res.Sinks != 0 {
 			t.Fatalf("round %d: second run %+v, %v", round, res, err)
 		}
 	}

@@ -78,8 +78,8 @@ func child(role string) error {
 				return err
 			}
 			runs++
-			rewritten += res.Partitions
-			if res.Partitions == 0 {
+			rewritten += res.Sinks
+			if res.Sinks == 0 {
 				time.Sleep(10 * time.Millisecond) // nothing to do yet
 			}
 		}

@@ -99,7 +99,7 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 	}
 	res := run.Compaction
 	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows)\n",
-		res.Partitions, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten)
+		res.Sinks, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten)
 	verb := "deleted"
 	if mres.DryRun {
 		verb = "would delete"
