@@ -1,11 +1,12 @@
 package coverage
 
 import (
+	"github.com/covmirror/covmirror/internal/testseed"
+
 	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 )
 
 var normalizeSeed = flag.Uint64("normalize-seed", 0, "seed for TestNormalizeMatchesRangeSet (0: from the clock)")
@@ -14,11 +15,7 @@ var normalizeSeed = flag.Uint64("normalize-seed", 0, "seed for TestNormalizeMatc
 // the same ranges holds, for random lists with overlaps, touches,
 // duplicates and invalid ranges; and it never modifies its input.
 func TestNormalizeMatchesRangeSet(t *testing.T) {
-	seed := *normalizeSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -normalize-seed %d)", seed, seed)
+	seed := testseed.Seed(t, *normalizeSeed, "go test ./coverage -run TestNormalizeMatchesRangeSet -normalize-seed SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := range 20000 {
 		n := rng.IntN(12)

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var mergeSeed = flag.Uint64("merge-seed", 0, "seed for TestMergeRangesMatchesRangeSets (0: from the clock)")
@@ -57,11 +57,7 @@ func digestByRangeSets(kind, writer string, ranges []coverage.DestinationRanges,
 // already merged), MergeRanges holds what a RangeSet per destination
 // holds, leaves its input alone, and Digest equals the reference digest.
 func TestMergeRangesMatchesRangeSets(t *testing.T) {
-	seed := *mergeSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -merge-seed %d)", seed, seed)
+	seed := testseed.Seed(t, *mergeSeed, "go test ./durable -run TestMergeRangesMatchesRangeSets -merge-seed SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dests := []coverage.Destination{{Sink: "lake", Topic: "a"}, {Sink: "lake", Topic: "a", Partition: 1}, {Sink: "lake", Topic: "b"}, {Sink: "raw", Topic: "a"}}
 	for i := range 5000 {

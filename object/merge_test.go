@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var unionSeed = flag.Uint64("union-seed", 0, "seed for TestUnionIntoMatchesNormalize (0: from the clock)")
@@ -19,11 +19,7 @@ var unionSeed = flag.Uint64("union-seed", 0, "seed for TestUnionIntoMatchesNorma
 // computes it, whether the new ranges lie past the old, among them or
 // before them, and never changes the checkpoint's ranges.
 func TestUnionIntoMatchesNormalize(t *testing.T) {
-	seed := *unionSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -union-seed %d)", seed, seed)
+	seed := testseed.Seed(t, *unionSeed, "go test ./object -run "+t.Name()+" -union-seed SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	random := func(n int, from, span uint64) []coverage.Range {
 		rs := make([]coverage.Range, n)
@@ -54,11 +50,7 @@ func TestUnionIntoMatchesNormalize(t *testing.T) {
 // the object's bytes with the encodings apply keeps are the bytes of the
 // same object encoded afresh, and decode to the same ranges.
 func TestKeptEncodingMatchesFresh(t *testing.T) {
-	seed := *unionSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -union-seed %d)", seed, seed)
+	seed := testseed.Seed(t, *unionSeed, "go test ./object -run "+t.Name()+" -union-seed SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for round := range 200 {
 		o := &sinkObject{Sink: "lake"}

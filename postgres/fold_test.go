@@ -11,6 +11,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var foldSeed = flag.Uint64("fold-seed", 0, "seed for TestFoldsKeepTheUnion (0: from the clock)")
@@ -22,11 +23,7 @@ var foldSeed = flag.Uint64("fold-seed", 0, "seed for TestFoldsKeepTheUnion (0: f
 // a final fold leaves one row per destination, whose last writer is the
 // last to write it.
 func TestFoldsKeepTheUnion(t *testing.T) {
-	seed := *foldSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -fold-seed %d)", seed, seed)
+	seed := testseed.Seed(t, *foldSeed, "go test ./postgres -run TestFoldsKeepTheUnion -fold-seed SEED")
 	schema := freshSchema(t)
 	open := func(foldEvery int) *Tier {
 		tier, err := Open(ctx, Options{URL: catalogtest.PostgresURL(), Schema: schema, FoldEvery: foldEvery})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/postgres"
 )
@@ -22,11 +23,7 @@ import (
 // histories with hostile names and random filters; and the form printed
 // for psql, its parameters written in as literals, gives them too.
 func TestPostgresFormsAgree(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	seed := testseed.Seed(t, *seedFlag, "go test ./queries -run TestPostgresFormsAgree -seed SEED")
 	r := rand.New(rand.NewPCG(seed, 3))
 	conn, err := pgx.Connect(ctx, catalogtest.PostgresURL())
 	if err != nil {

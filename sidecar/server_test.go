@@ -21,6 +21,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -31,12 +32,7 @@ var (
 )
 
 func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with go test ./sidecar -run %s -seed %d)", s, t.Name(), s)
-	return s
+	return testseed.Seed(t, *seedFlag, "go test ./sidecar -run "+t.Name()+" -seed SEED")
 }
 
 // pod is a real local tier, a real embedded coverage table and positions

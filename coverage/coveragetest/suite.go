@@ -9,9 +9,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // Harness tells the suite how to get stores of one backend.
@@ -72,12 +72,7 @@ func open(t *testing.T, h Harness) coverage.Store {
 }
 
 func seed(t *testing.T, h Harness) uint64 {
-	s := h.Seed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (set Harness.Seed to replay)", s)
-	return s
+	return testseed.Seed(t, h.Seed, "set Harness.Seed to SEED")
 }
 
 func dest(sink string, partition int32) coverage.Destination {

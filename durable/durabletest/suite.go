@@ -11,10 +11,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // Harness tells the suite how to get tiers of one backend.
@@ -54,12 +54,7 @@ func Run(t *testing.T, h Harness) {
 var ctx = context.Background()
 
 func seed(t *testing.T, h Harness) uint64 {
-	s := h.Seed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (set Harness.Seed to replay)", s)
-	return s
+	return testseed.Seed(t, h.Seed, "set Harness.Seed to SEED")
 }
 
 // model is what the tier must hold: per destination, the batches appended.
