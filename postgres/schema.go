@@ -16,9 +16,10 @@ var (
 	ErrServerTooOld = errors.New("PostgreSQL server too old: covmirror needs 14 or later")
 
 	// ErrSchemaMismatch: a table the tier uses exists with another shape
-	// (a column missing, extra or of another type, another primary key, or
-	// not a table). It is left as it is, never altered: point
-	// Options.Schema elsewhere or move the table aside.
+	// (a column missing, extra or of another type, another primary key, a
+	// unique index or exclusion constraint besides it, or not a table). It
+	// is left as it is, never altered: point Options.Schema elsewhere or
+	// move the table aside.
 	ErrSchemaMismatch = errors.New("existing table has another shape")
 )
 
@@ -151,6 +152,7 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 		columns map[string]column
 		notNull map[string]bool
 		key     []string
+		unique  []string // unique indexes and exclusion constraints but the key
 	}
 	got := map[string]*found{}
 	rows, err := q.Query(ctx, `
@@ -207,6 +209,33 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: read the primary keys of schema %q: %w", schema, err)
 	}
+	// A unique index or exclusion constraint besides the key refuses rows
+	// the tier must be able to add (a second row of a destination before a
+	// fold, a second position of a partition) or, under ON CONFLICT DO
+	// NOTHING, drops them without an error.
+	rows, err = q.Query(ctx, `
+		SELECT c.relname, ic.relname
+		FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indrelid
+		JOIN pg_class ic ON ic.oid = i.indexrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE (i.indisunique OR i.indisexclusion) AND NOT i.indisprimary AND n.nspname = $1 AND c.relname = ANY($2)
+		ORDER BY 1, 2`, schema, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read the unique indexes of schema %q: %w", schema, err)
+	}
+	for rows.Next() {
+		var rel, index string
+		if err := rows.Scan(&rel, &index); err != nil {
+			return nil, fmt.Errorf("postgres: read the unique indexes of schema %q: %w", schema, err)
+		}
+		if f := got[rel]; f != nil {
+			f.unique = append(f.unique, index)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read the unique indexes of schema %q: %w", schema, err)
+	}
 
 	var diffs []string
 	for _, t := range tables {
@@ -244,6 +273,9 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 		}
 		if !slices.Equal(f.key, t.key) {
 			diffs = append(diffs, fmt.Sprintf("%s has primary key %v, want %v", t.name, f.key, t.key))
+		}
+		for _, index := range f.unique {
+			diffs = append(diffs, fmt.Sprintf("%s has unique index or exclusion constraint %s besides its key", t.name, index))
 		}
 	}
 	if len(diffs) > 0 {
