@@ -349,3 +349,42 @@ func TestAdversarialBoundsFold(t *testing.T) {
 	}
 	requireCoverage(t, tier, map[coverage.Destination]*coverage.RangeSet{d: &want}, "after the fold")
 }
+
+// A stored source configured with a NUL in its name: its position cannot
+// be held in PostgreSQL text. AppendWithPositions must refuse that
+// position (returned in refused) and still commit the checkpoint, or every
+// later checkpoint of the mirror fails with it and coverage lags forever.
+func TestAdversarialPositionNULRefused(t *testing.T) {
+	schema := freshSchema(t)
+	bad := "src\x00x"
+	ps, err := OpenPositions(ctx, Options{Pool: adminPool(t), Schema: schema, FoldEvery: -1},
+		coverage.Source{Name: bad, Regime: coverage.Stored}, coverage.Source{Name: "good", Regime: coverage.Stored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier := advTier(t, schema)
+	d := coverage.Destination{Sink: coverage.RawSink, Topic: "good", Partition: 0}
+	c := durable.Checkpoint{Writer: "w", Name: "1", Ranges: oneRange(d, 0, 10)}
+	saved, refused, err := ps.AppendWithPositions(ctx, tier, c, []coverage.Position{
+		{Source: bad, Partition: 0, Cursor: []byte("c"), Batch: 9},
+		{Source: "good", Partition: 0, Cursor: []byte("c"), Batch: 9},
+	})
+	if err != nil {
+		t.Fatalf("a position PostgreSQL cannot hold failed the whole checkpoint: %v", err)
+	}
+	if saved != 1 || len(refused) != 1 {
+		t.Fatalf("saved %d, refused %v; want 1 and the NUL source's", saved, refused)
+	}
+	if err := ps.SavePosition(ctx, coverage.Position{Source: bad, Partition: 0, Cursor: []byte("c"), Batch: 9}); !errors.Is(err, coverage.ErrInvalidPosition) {
+		t.Fatalf("SavePosition of a NUL source: %v, want ErrInvalidPosition", err)
+	}
+	if got, err := ps.Positions(ctx, bad, 0); err != nil || len(got) != 0 {
+		t.Fatalf("Positions of a NUL source: %v, %v; want none", got, err)
+	}
+	if got, err := ps.Positions(ctx, "good", 0); err != nil || len(got) != 1 {
+		t.Fatalf("Positions of the good source: %v, %v; want the one saved", got, err)
+	}
+	if ok, err := tier.Landed(ctx, "w", "1"); err != nil || !ok {
+		t.Fatalf("the checkpoint did not land: %v, %v", ok, err)
+	}
+}

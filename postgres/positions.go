@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,6 +118,11 @@ func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) er
 	case len(pos.Cursor) > MaxCursorLen:
 		return coverage.NewError(op, dest, coverage.Range{},
 			fmt.Errorf("%w: cursor of %d bytes, past %d", coverage.ErrInvalidPosition, len(pos.Cursor), MaxCursorLen))
+	case strings.IndexByte(pos.Source, 0) >= 0:
+		// Refused here, not by the server: a save in a checkpoint's
+		// transaction would fail the checkpoint, and every one after it.
+		return coverage.NewError(op, dest, coverage.Range{},
+			fmt.Errorf("%w: source name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidPosition, pos.Source))
 	case pos.Batch > coverage.MaxBatchEnd:
 		return coverage.NewError(op, dest, coverage.Range{},
 			fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
@@ -125,8 +131,7 @@ func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) er
 }
 
 // save inserts pos in tx and drops the partition's positions past the
-// bound. A source name is configured and so has no NUL unless configured
-// with one, which PostgreSQL refuses: an error, nothing stored.
+// bound. checkPosition refused a source name with a NUL.
 func (p *Positions) save(ctx context.Context, tx pgx.Tx, pos coverage.Position, now time.Time) error {
 	tag, err := tx.Exec(ctx, "INSERT INTO "+p.table+" (source, partition, batch, cursor, saved_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
 		pos.Source, pos.Partition, int64(pos.Batch), pos.Cursor, now)
@@ -198,6 +203,9 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 		return nil, err
 	}
 	dest := coverage.Destination{Topic: source, Partition: partition}
+	if strings.IndexByte(source, 0) >= 0 {
+		return []coverage.Position{}, nil // never stored: a save refuses a NUL
+	}
 	var out []coverage.Position
 	err := p.tier.read(ctx, func(tx pgx.Tx) error {
 		out = []coverage.Position{}
