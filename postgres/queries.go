@@ -18,7 +18,7 @@ import (
 // multiranges: the same names, columns and rows as the DuckDB forms over
 // the coverage table (package queries), so a DBA can run them in psql.
 //
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/parts/*.sql
 var sqlFiles embed.FS
 
 // ErrNoPostgresForm: the query has no PostgreSQL form. files reports the
@@ -30,7 +30,9 @@ func QueryNames() []string {
 	entries, _ := sqlFiles.ReadDir("sql")
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+		if !e.IsDir() { // parts/ holds fragments, not queries
+			names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+		}
 	}
 	slices.Sort(names)
 	return names
@@ -80,7 +82,12 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	// A destination's coverage is the union of its rows (see Fold).
 	merged := "(SELECT sink, topic, \"partition\", range_agg(covered) AS covered, max(last_write) AS last_write FROM " +
 		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
-	text := strings.ReplaceAll(string(b), "{{coverage}}", merged)
+	parts, err := sqlFiles.ReadFile("sql/parts/gap_ctes.sql")
+	if err != nil {
+		return "", fmt.Errorf("postgres: the shared gap CTEs are not embedded: %w", err)
+	}
+	text := strings.ReplaceAll(string(b), "{{gap_ctes}}", strings.TrimSpace(stripComments(string(parts))))
+	text = strings.ReplaceAll(text, "{{coverage}}", merged)
 	if p == nil {
 		return text, nil
 	}
@@ -133,4 +140,14 @@ func (t *Tier) Query(ctx context.Context, name string, p QueryParams) (*QueryRes
 		return nil, fmt.Errorf("postgres: query %s on %s: %w", name, t.name, err)
 	}
 	return res, nil
+}
+
+// stripComments drops a fragment's leading comment lines, which describe it
+// where it is kept, not where it is expanded.
+func stripComments(text string) string {
+	lines := strings.Split(text, "\n")
+	for len(lines) > 0 && strings.HasPrefix(lines[0], "--") {
+		lines = lines[1:]
+	}
+	return strings.Join(lines, "\n")
 }
