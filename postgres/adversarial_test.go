@@ -169,6 +169,66 @@ func TestAdversarialInTxFoldAfterConcurrentFold(t *testing.T) {
 	}
 }
 
+// Two READ COMMITTED transactions record into destinations a and b in
+// opposite orders, each folding as it goes (FoldRowsInTx rows each): one
+// can be a deadlock victim (40P01) even under READ COMMITTED, which the
+// caller retries; nothing either committed is lost.
+func TestAdversarialInTxFoldsOppositeOrders(t *testing.T) {
+	schema := freshSchema(t)
+	tier := advTier(t, schema)
+	a := coverage.Destination{Sink: "s", Topic: "a", Partition: 0}
+	b := coverage.Destination{Sink: "s", Topic: "b", Partition: 0}
+	var wantA, wantB coverage.RangeSet
+	appendRanges(t, tier, a, 0, FoldRowsInTx+1, &wantA)
+	appendRanges(t, tier, b, 0, FoldRowsInTx+1, &wantB)
+
+	pool := adminPool(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	start := make(chan struct{})
+	step := make(chan struct{}, 2)
+	for i, order := range [][]coverage.Destination{{a, b}, {b, a}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			<-start
+			if err := tier.RecordInTx(ctx, tx, "w", oneRange(order[0], uint64(1000+i), uint64(1001+i))); err != nil {
+				errs[i] = err
+				return
+			}
+			step <- struct{}{}
+			time.Sleep(200 * time.Millisecond) // both hold their first destination's locks
+			if err := tier.RecordInTx(ctx, tx, "w", oneRange(order[1], uint64(1000+i), uint64(1001+i))); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = tx.Commit(ctx)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Logf("transaction %d: %v (SQLSTATE %s)", i, err, sqlState(err))
+		} else {
+			_ = wantA.Add(coverage.Range{Start: uint64(1000 + i), End: uint64(1001 + i)})
+			_ = wantB.Add(coverage.Range{Start: uint64(1000 + i), End: uint64(1001 + i)})
+		}
+	}
+	requireCoverage(t, tier, map[coverage.Destination]*coverage.RangeSet{a: &wantA, b: &wantB}, "after both")
+	for _, err := range errs {
+		if err != nil && sqlState(err) != "40P01" {
+			t.Errorf("READ COMMITTED transactions folding in opposite orders: %v, want nil or a deadlock (40P01), which RecordInTx documents", err)
+		}
+	}
+}
+
 // Two Tiers append the same name with different payloads at once, many
 // times: exactly one lands, the other is ErrNameReused, and the coverage
 // holds the winner's ranges only.

@@ -130,11 +130,15 @@ func refuseNUL(ranges []coverage.DestinationRanges) error {
 // does not commit. The tables must exist (Open creates them).
 //
 // It adds a row per destination, and folds a destination that has more
-// than FoldRowsInTx rows within the same transaction. Under REPEATABLE
-// READ or SERIALIZABLE, a fold meeting a concurrent one can fail with a
-// serialization failure (SQLSTATE 40001); the caller retries its whole
-// transaction. Under READ COMMITTED (PostgreSQL's default) the folds take
-// turns on the row locks and the union holds both.
+// than FoldRowsInTx rows within the same transaction, holding the row
+// locks of the rows it merged until the transaction ends: a concurrent
+// fold of that destination waits for it. Under REPEATABLE READ or
+// SERIALIZABLE, a fold meeting a concurrent one can fail with a
+// serialization failure (SQLSTATE 40001); at any level, READ COMMITTED
+// too, a transaction that records more than once can be a deadlock victim
+// (40P01) of another folding the same destinations in another order. The
+// caller retries its whole transaction; either way nothing committed is
+// lost.
 func RecordInTx(ctx context.Context, tx pgx.Tx, schema, writer string, ranges []coverage.DestinationRanges) error {
 	if err := ValidateSchema(schema); err != nil {
 		return err
