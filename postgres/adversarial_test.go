@@ -448,3 +448,51 @@ func TestAdversarialPositionNULRefused(t *testing.T) {
 		t.Fatalf("the checkpoint did not land: %v, %v", ok, err)
 	}
 }
+
+// A fold whose INSERT adds no row (here a trigger drops merged rows, as a
+// rule or trigger someone put on the table could) must not commit the
+// DELETE of the rows it merged: nil from the statement is not the union
+// being there.
+func TestAdversarialFoldInsertDropped(t *testing.T) {
+	schema := freshSchema(t)
+	tier := advTier(t, schema)
+	d := coverage.Destination{Sink: "s", Topic: "t", Partition: 0}
+	var want coverage.RangeSet
+	appendRanges(t, tier, d, 0, 6, &want)
+	cov := pgx.Identifier{schema, "coverage"}.Sanitize()
+	fn := pgx.Identifier{schema, "drop_merged_rows"}.Sanitize()
+	exec(t, "CREATE FUNCTION "+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF (SELECT count(*) FROM unnest(NEW.covered)) > 1 THEN RETURN NULL; END IF;
+			RETURN NEW;
+		END $$`)
+	exec(t, "CREATE TRIGGER drop_merged_rows BEFORE INSERT ON "+cov+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()")
+	_, ferr := tier.Fold(ctx, durable.Filter{})
+	requireCoverage(t, tier, map[coverage.Destination]*coverage.RangeSet{d: &want}, fmt.Sprintf("after a fold whose row was dropped (fold: %v)", ferr))
+	if ferr == nil {
+		t.Fatal("a fold whose merged row was not inserted returned nil")
+	}
+	tx, err := adminPool(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	extra := make([]coverage.DestinationRanges, 0)
+	for i := 100; i < 100+FoldRowsInTx; i++ {
+		extra = append(extra, oneRange(d, uint64(2*i), uint64(2*i+1))...)
+		if err := tier.RecordInTx(ctx, tx, "w", extra[len(extra)-1:]); err != nil {
+			t.Logf("RecordInTx refused at row %d: %v", i, err)
+			// A caller committing despite the error keeps every row: the
+			// fold was undone, the insert was not.
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, dr := range extra {
+				_ = want.Add(dr.Ranges[0])
+			}
+			requireCoverage(t, tier, map[coverage.Destination]*coverage.RangeSet{d: &want}, "after committing past a refused fold")
+			return
+		}
+	}
+	t.Fatal("RecordInTx folded past FoldRowsInTx rows with the merged row dropped and returned nil")
+}

@@ -29,25 +29,44 @@ gone AS (
     DELETE FROM %[1]s c USING targets t
     WHERE c.sink = t.sink AND c.topic = t.topic AND c.partition = t.partition
     RETURNING c.sink, c.topic, c.partition, c.covered, c.last_writer, c.last_write
+),
+merged AS (
+    INSERT INTO %[1]s (sink, topic, partition, covered, last_writer, last_write)
+    SELECT sink, topic, partition, range_agg(covered),
+           (array_agg(last_writer ORDER BY last_write DESC, last_writer))[1], max(last_write)
+    FROM gone
+    GROUP BY sink, topic, partition
+    RETURNING 1
 )
-INSERT INTO %[1]s (sink, topic, partition, covered, last_writer, last_write)
-SELECT sink, topic, partition, range_agg(covered),
-       (array_agg(last_writer ORDER BY last_write DESC, last_writer))[1], max(last_write)
-FROM gone
-GROUP BY sink, topic, partition`
+SELECT (SELECT count(*) FROM (SELECT DISTINCT sink, topic, partition FROM gone) g), (SELECT count(*) FROM merged)`
 
-// fold folds the destinations d that have more than over rows, in db's
-// transaction, and returns how many it folded.
-func fold(ctx context.Context, db execer, schema string, d dests, over int) (int64, error) {
+// fold folds the destinations d that have more than over rows, in tx, and
+// returns how many it folded. It checks that every destination whose rows
+// it deleted got its merged row (a trigger on the table could drop it with
+// a nil error), and if not undoes the fold, within a savepoint so that a
+// caller's transaction (RecordInTx) committed despite the error keeps its
+// rows.
+func fold(ctx context.Context, tx pgx.Tx, schema string, d dests, over int) (int64, error) {
 	if len(d.sinks) == 0 {
 		return 0, nil
 	}
-	sql := fmt.Sprintf(foldSQL, pgx.Identifier{schema, "coverage"}.Sanitize())
-	tag, err := db.Exec(ctx, sql, d.sinks, d.topics, d.parts, over)
+	sp, err := tx.Begin(ctx)
 	if err != nil {
+		return 0, fmt.Errorf("fold %d destinations: savepoint: %w", len(d.sinks), err)
+	}
+	defer func() { _ = sp.Rollback(ctx) }()
+	sql := fmt.Sprintf(foldSQL, pgx.Identifier{schema, "coverage"}.Sanitize())
+	var emptied, merged int64
+	if err := sp.QueryRow(ctx, sql, d.sinks, d.topics, d.parts, over).Scan(&emptied, &merged); err != nil {
 		return 0, fmt.Errorf("fold %d destinations: %w", len(d.sinks), err)
 	}
-	return tag.RowsAffected(), nil
+	if merged != emptied {
+		return 0, fmt.Errorf("fold %d destinations: deleted the rows of %d and inserted %d merged rows (a trigger or rule on the table?): undone", len(d.sinks), emptied, merged)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("fold %d destinations: release the savepoint: %w", len(d.sinks), err)
+	}
+	return merged, nil
 }
 
 // Fold merges the rows of every destination f selects that has more than
