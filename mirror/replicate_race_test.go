@@ -88,7 +88,7 @@ func TestReplicateRacesAppendsAndCompaction(t *testing.T) {
 				t.Errorf("compaction run %d: %v", run, err)
 				return
 			}
-			compacted.Store(run, res.Partitions)
+			compacted.Store(run, res.Sinks)
 			select {
 			case <-stop:
 				return
