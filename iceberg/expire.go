@@ -16,19 +16,43 @@ import (
 // outcome can only be recognized while its snapshot is retained: keep
 // OlderThan well above the longest checkpoint retry window.
 type ExpireOptions struct {
-	OlderThan  time.Duration // zero value: 15 minutes
-	RetainLast int           // zero value: 20
+	OlderThan  time.Duration // zero value: DefaultExpireOlderThan
+	RetainLast int           // zero value: DefaultRetainLast
+}
+
+// ExpireOptions' defaults.
+const (
+	DefaultExpireOlderThan = 15 * time.Minute
+	DefaultRetainLast      = 20
+)
+
+// EnsureDefaults fills in zero values.
+func (o *ExpireOptions) EnsureDefaults() {
+	if o.OlderThan == 0 {
+		o.OlderThan = DefaultExpireOlderThan
+	}
+	if o.RetainLast == 0 {
+		o.RetainLast = DefaultRetainLast
+	}
+}
+
+// Validate reports unusable options. A negative OlderThan would reach into
+// the future and expire every snapshot but the last RetainLast, those a
+// commit of unknown outcome is recognized by among them.
+func (o *ExpireOptions) Validate() error {
+	if o.OlderThan < 0 || o.RetainLast < 0 {
+		return fmt.Errorf("iceberg: ExpireOptions.OlderThan %s and RetainLast %d must not be negative", o.OlderThan, o.RetainLast)
+	}
+	return nil
 }
 
 // ExpireSnapshots expires old snapshots in one commit, retried on conflict
 // with concurrent checkpoints until Options.CommitTimeout. Files no longer
 // referenced are deleted after the commit.
 func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired int, err error) {
-	if o.OlderThan == 0 {
-		o.OlderThan = 15 * time.Minute
-	}
-	if o.RetainLast == 0 {
-		o.RetainLast = 20
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return 0, err
 	}
 	deadline := time.Now().Add(t.opts.CommitTimeout)
 	for attempt := 1; ; attempt++ {

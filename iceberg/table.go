@@ -34,27 +34,34 @@ const (
 
 // Options configures Open. Zero values are documented defaults.
 type Options struct {
-	// Namespace of the coverage table. Zero value: ["covmirror"].
+	// Namespace of the coverage table. Zero value: [DefaultNamespace].
 	Namespace []string
-	// Name of the coverage table. Zero value: "coverage".
+	// Name of the coverage table. Zero value: DefaultTableName.
 	Name string
 	// CommitTimeout bounds how long one append keeps retrying conflicting
-	// or failing commits. Zero value: 2 minutes.
+	// or failing commits. Zero value: DefaultCommitTimeout.
 	CommitTimeout time.Duration
 	// Logger receives retries and recoveries. Zero value: discard.
 	Logger *slog.Logger
 }
 
+// Options' defaults.
+const (
+	DefaultNamespace     = "covmirror"
+	DefaultTableName     = "coverage"
+	DefaultCommitTimeout = 2 * time.Minute
+)
+
 // EnsureDefaults fills in zero values.
 func (o *Options) EnsureDefaults() {
 	if len(o.Namespace) == 0 {
-		o.Namespace = []string{"covmirror"}
+		o.Namespace = []string{DefaultNamespace}
 	}
 	if o.Name == "" {
-		o.Name = "coverage"
+		o.Name = DefaultTableName
 	}
 	if o.CommitTimeout == 0 {
-		o.CommitTimeout = 2 * time.Minute
+		o.CommitTimeout = DefaultCommitTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
