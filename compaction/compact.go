@@ -23,37 +23,56 @@ var ErrNotSetEqual = errors.New("compaction would change the covered set")
 // Options configures Compact. Zero values are documented defaults.
 type Options struct {
 	// SmallFileSize: data files under this many bytes are small. Zero
-	// value: 32 MiB.
+	// value: DefaultSmallFileSize.
 	SmallFileSize int64
 	// MinSmallFiles: a sink's partition is rewritten when it has at least
-	// this many small files. Zero value: 2.
+	// this many small files. Zero value: DefaultMinSmallFiles.
 	MinSmallFiles int
 	// SkipVerify skips the set-equality check before each commit. The zero
 	// value verifies, which costs one pass over the merged ranges.
 	SkipVerify bool
 	// Job names the compaction in snapshot summaries. Zero value:
-	// "covmirror-compaction".
+	// DefaultJob.
 	Job string
 	// Logger receives per-partition progress. Zero value: discard.
 	Logger *slog.Logger
 	// Progress, when set, is called after each sink is rewritten with that
 	// sink's name and the run's totals so far, for a terminal to show.
+	// Zero value: none.
 	Progress func(sink string, soFar Result)
 }
 
-func (o *Options) ensureDefaults() {
+// Options' defaults.
+const (
+	DefaultSmallFileSize = 32 << 20
+	DefaultMinSmallFiles = 2
+	DefaultJob           = "covmirror-compaction"
+)
+
+// EnsureDefaults fills in zero values.
+func (o *Options) EnsureDefaults() {
 	if o.SmallFileSize == 0 {
-		o.SmallFileSize = 32 << 20
+		o.SmallFileSize = DefaultSmallFileSize
 	}
 	if o.MinSmallFiles == 0 {
-		o.MinSmallFiles = 2
+		o.MinSmallFiles = DefaultMinSmallFiles
 	}
 	if o.Job == "" {
-		o.Job = "covmirror-compaction"
+		o.Job = DefaultJob
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Validate reports unusable options. A negative SmallFileSize would make
+// no file small, so nothing would ever be compacted; a negative
+// MinSmallFiles would rewrite every sink, small files or not.
+func (o *Options) Validate() error {
+	if o.SmallFileSize < 0 || o.MinSmallFiles < 0 {
+		return fmt.Errorf("compaction: Options.SmallFileSize %d and MinSmallFiles %d must not be negative", o.SmallFileSize, o.MinSmallFiles)
+	}
+	return nil
 }
 
 // Result is what one Compact run did.
@@ -75,8 +94,11 @@ type Result struct {
 // sink whose files another compaction already replaced is skipped,
 // unchanged.
 func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error) {
-	opts.ensureDefaults()
+	opts.EnsureDefaults()
 	var res Result
+	if err := opts.Validate(); err != nil {
+		return res, err
+	}
 	tbl, err := t.Load(ctx)
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return res, err

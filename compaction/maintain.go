@@ -19,15 +19,35 @@ const MinOrphanAge = time.Hour
 
 // MaintainOptions configures Maintain. Zero values are documented defaults.
 type MaintainOptions struct {
-	// Expire says which snapshots to expire (iceberg.ExpireOptions' own
-	// defaults: older than 15 minutes, keeping the last 20).
+	// Expire says which snapshots to expire. Zero value: iceberg.ExpireOptions'
+	// own defaults (older than 15 minutes, keeping the last 20).
 	Expire iceberg.ExpireOptions
 	// OrphanOlderThan: files under the table location that no snapshot
-	// references and that are older than this are deleted. Zero value: 24
-	// hours; below MinOrphanAge is refused.
+	// references and that are older than this are deleted. Zero value:
+	// DefaultOrphanOlderThan; below MinOrphanAge is refused.
 	OrphanOlderThan time.Duration
 	// DryRun lists orphans without deleting them (expiry is skipped too).
+	// Zero value: delete them.
 	DryRun bool
+}
+
+// DefaultOrphanOlderThan is MaintainOptions.OrphanOlderThan's zero value.
+const DefaultOrphanOlderThan = 24 * time.Hour
+
+// EnsureDefaults fills in zero values.
+func (o *MaintainOptions) EnsureDefaults() {
+	o.Expire.EnsureDefaults()
+	if o.OrphanOlderThan == 0 {
+		o.OrphanOlderThan = DefaultOrphanOlderThan
+	}
+}
+
+// Validate reports unusable options.
+func (o *MaintainOptions) Validate() error {
+	if o.OrphanOlderThan < MinOrphanAge {
+		return fmt.Errorf("compaction: MaintainOptions.OrphanOlderThan %s is below the %s safety minimum: a checkpoint in flight could lose its files", o.OrphanOlderThan, MinOrphanAge)
+	}
+	return o.Expire.Validate()
 }
 
 // MaintainResult is what one Maintain run did.
@@ -45,11 +65,9 @@ type MaintainResult struct {
 // covered: the current snapshot references every live data file.
 func Maintain(ctx context.Context, t *iceberg.Table, o MaintainOptions) (MaintainResult, error) {
 	res := MaintainResult{DryRun: o.DryRun}
-	if o.OrphanOlderThan == 0 {
-		o.OrphanOlderThan = 24 * time.Hour
-	}
-	if o.OrphanOlderThan < MinOrphanAge {
-		return res, fmt.Errorf("compaction: orphan age %s is below the %s safety minimum: a checkpoint in flight could lose its files", o.OrphanOlderThan, MinOrphanAge)
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return res, err
 	}
 	if !o.DryRun {
 		expired, err := t.ExpireSnapshots(ctx, o.Expire)
