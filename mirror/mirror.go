@@ -26,18 +26,20 @@ type Options struct {
 	// Required: a pod name, a hostname.
 	Writer string
 	// Interval is the checkpoint interval: the knob of docs/design.md. Losing the
-	// pod replays at most about this much per sink. Zero value: 30s.
+	// pod replays at most about this much per sink. Zero value:
+	// DefaultInterval.
 	Interval time.Duration
 	// MaxBackoff caps the wait between failed checkpoints; failures back
-	// off exponentially from Interval/10. Zero value: 5m.
+	// off exponentially from Interval/10. Zero value: DefaultMaxBackoff.
 	MaxBackoff time.Duration
 	// ExpireEvery runs snapshot expiry after every this many successful
 	// checkpoints, so that commit latency stays flat as checkpoints
-	// accumulate. Zero value: 20. Negative: never (a scheduled compaction
-	// job expires instead).
+	// accumulate. Zero value: DefaultExpireEvery. Negative: never (a
+	// scheduled compaction job expires instead).
 	ExpireEvery int
-	// Expire says which snapshots expiry removes. Zero values: older than
-	// 15 minutes, keeping the last 20.
+	// Expire says which snapshots expiry removes, passed as it is to the
+	// durable tier. Zero value: iceberg.ExpireOptions' own defaults (older
+	// than 15 minutes, keeping the last 20).
 	Expire iceberg.ExpireOptions
 	// Positions stores source positions of stored (brokerless) sources,
 	// saved by Sync after each checkpoint's coverage commit (see
@@ -50,16 +52,23 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Options' defaults.
+const (
+	DefaultInterval    = 30 * time.Second
+	DefaultMaxBackoff  = 5 * time.Minute
+	DefaultExpireEvery = 20
+)
+
 // EnsureDefaults fills in zero values.
 func (o *Options) EnsureDefaults() {
 	if o.Interval == 0 {
-		o.Interval = 30 * time.Second
+		o.Interval = DefaultInterval
 	}
 	if o.MaxBackoff == 0 {
-		o.MaxBackoff = 5 * time.Minute
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 	if o.ExpireEvery == 0 {
-		o.ExpireEvery = 20
+		o.ExpireEvery = DefaultExpireEvery
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -77,6 +86,9 @@ func (o *Options) Validate() error {
 		return errors.New("mirror: Options.Writer is empty: name this pod (its hostname, say)")
 	case o.Interval < 0 || o.MaxBackoff < 0:
 		return errors.New("mirror: Options.Interval and MaxBackoff must not be negative")
+	}
+	if err := o.Expire.Validate(); err != nil {
+		return fmt.Errorf("mirror: Options.Expire: %w", err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func (a Assignment) Tasks(maxBatches uint64, maxTasks int) ([]Task, error) {
 }
 
 // ResumeOptions says what a new owner of a partition knows besides the
-// durable table.
+// durable table. Zero values are documented defaults.
 type ResumeOptions struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
@@ -74,13 +74,25 @@ type ResumeOptions struct {
 	// The pipeline acks only once raw is durable, so raw holds every batch
 	// below it even where raw's own coverage was not yet checkpointed: the
 	// sinks' share of that stretch is replay work too, and the reference's
-	// coverage there is verification work.
+	// coverage there is verification work. Zero value: not known.
 	SourceAckedEnd uint64
 	// SourceStart is the stream's first batch id, used with SourceAckedEnd:
 	// raw must hold everything from it up to the acked end, so the
 	// reference's holes start there. Zero value: batch 0.
 	SourceStart uint64
 }
+
+// EnsureDefaults fills in zero values.
+func (o *ResumeOptions) EnsureDefaults() {
+	if o.Reference == "" {
+		o.Reference = coverage.RawSink
+	}
+}
+
+// Validate reports unusable options. There are none on their own: the
+// names are checked with the topic and partition by Resume, and an acked
+// end below the start by the planning it feeds.
+func (o *ResumeOptions) Validate() error { return nil }
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
 // only the durable table, never the previous owner's local tier, which it
@@ -95,8 +107,9 @@ type ResumeOptions struct {
 // assignment (Kind replay) per other sink of Sinks, in order, against the
 // reference's coverage extended by its holes below SourceAckedEnd.
 func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
-	if opts.Reference == "" {
-		opts.Reference = coverage.RawSink
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	refDest := coverage.Destination{Sink: opts.Reference, Topic: topic, Partition: partition}
 	if err := refDest.Validate(); err != nil {
@@ -153,15 +166,15 @@ type TopicPartition struct {
 type PlanOptions struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
-	// MaxBatches caps a task's size. Zero value: 10,000.
+	// MaxBatches caps a task's size. Zero value: DefaultMaxBatches.
 	MaxBatches uint64
 	// MaxTasks caps how many tasks one Plan returns: a hole of 10^18
 	// batches (one stray record far from the rest) is 10^14 tasks of
 	// 10,000, more than any memory holds. Past it Plan returns the first
 	// MaxTasks tasks, in order, with an error wrapping ErrPlanTruncated:
-	// recover those and plan again. Zero value: 100,000. Negative: no cap,
-	// for a plan with MaxBatches at least as large as any gap, which holds
-	// one task per gap (what the table's rows already bound).
+	// recover those and plan again. Zero value: DefaultMaxTasks. Negative:
+	// no cap, for a plan with MaxBatches at least as large as any gap,
+	// which holds one task per gap (what the table's rows already bound).
 	MaxTasks int
 	// Sinks are the sinks every reference topic and partition is written
 	// to. Zero value: for each topic, the sinks the table has rows of for
@@ -179,6 +192,30 @@ type PlanOptions struct {
 	// batch id (see ResumeOptions.SourceStart). Zero value: batch 0.
 	SourceStarts map[TopicPartition]uint64
 }
+
+// PlanOptions' defaults.
+const (
+	DefaultMaxBatches = 10_000
+	DefaultMaxTasks   = 100_000
+)
+
+// EnsureDefaults fills in zero values.
+func (o *PlanOptions) EnsureDefaults() {
+	if o.Reference == "" {
+		o.Reference = coverage.RawSink
+	}
+	if o.MaxBatches == 0 {
+		o.MaxBatches = DefaultMaxBatches
+	}
+	if o.MaxTasks == 0 {
+		o.MaxTasks = DefaultMaxTasks
+	}
+}
+
+// Validate reports unusable options. There are none on their own: a
+// reference without rows is ErrNoReference and an acked end below its
+// start an error, both found against the table by Plan.
+func (o *PlanOptions) Validate() error { return nil }
 
 // Plan is the single recovery worker's plan, from committed coverage only,
 // ordered by destination and batch and split into tasks of at most
@@ -201,14 +238,9 @@ type PlanOptions struct {
 // report every partition as a hole in it). It
 // needs no lease: a single worker is the only claimant.
 func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error) {
-	if opts.Reference == "" {
-		opts.Reference = coverage.RawSink
-	}
-	if opts.MaxBatches == 0 {
-		opts.MaxBatches = 10_000
-	}
-	if opts.MaxTasks == 0 {
-		opts.MaxTasks = 100_000
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	all, err := t.Coverage(ctx, iceberg.Filter{})
 	if err != nil {

@@ -17,13 +17,29 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 )
 
-// ReplicateOptions configures Replicate.
+// ReplicateOptions configures Replicate. Zero values are documented
+// defaults.
 type ReplicateOptions struct {
 	// Writer names the replicating process in the table's snapshot
 	// summaries. Required.
 	Writer string
 	// Logger receives a line per sink replaced. Zero value: discard.
 	Logger *slog.Logger
+}
+
+// EnsureDefaults fills in zero values.
+func (o *ReplicateOptions) EnsureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports unusable options.
+func (o *ReplicateOptions) Validate() error {
+	if o.Writer == "" {
+		return errors.New("mirror: replicate: ReplicateOptions.Writer is empty: name the replicating process")
+	}
+	return nil
 }
 
 // ReplicateResult counts what Replicate did.
@@ -44,13 +60,11 @@ type ReplicateResult struct {
 // before the primary was chosen) are left and counted as Extra.
 func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, opts ReplicateOptions) (ReplicateResult, error) {
 	var res ReplicateResult
-	if opts.Writer == "" {
-		return res, errors.New("mirror: replicate: ReplicateOptions.Writer is empty: name the replicating process")
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return res, err
 	}
 	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	tbl, err := table.Load(ctx)
 	if err != nil {
 		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
