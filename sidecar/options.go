@@ -34,7 +34,7 @@ type Options struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
 	// MaxBodyBytes bounds a request body; a larger one is refused with 413
-	// and nothing is recorded. Zero value: 8 MiB.
+	// and nothing is recorded. Zero value: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// ReadTimeout and WriteTimeout bound reading a whole request and
 	// writing its response. Zero values: 30s and 60s (a checkpoint or a
@@ -55,13 +55,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxBodyBytes is Options.MaxBodyBytes' zero value: 8 MiB.
+const DefaultMaxBodyBytes = 8 << 20
+
 // EnsureDefaults fills in zero values.
 func (o *Options) EnsureDefaults() {
 	if o.Reference == "" {
 		o.Reference = coverage.RawSink
 	}
 	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = 8 << 20
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = 30 * time.Second
