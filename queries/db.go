@@ -42,8 +42,22 @@ type DB struct {
 // Options configures Open. The zero value is the default.
 type Options struct {
 	// Binding forces a binding of the coverage relation. Zero value:
-	// ReadParquet when every data file is a local path, Scan otherwise.
+	// ReadParquet when every data file is a local path, Scan otherwise,
+	// chosen per snapshot when it is bound.
 	Binding Binding
+}
+
+// EnsureDefaults fills in zero values. There is none to fill: the zero
+// Binding is chosen from the data files at bind time.
+func (o *Options) EnsureDefaults() {}
+
+// Validate reports options Open and OpenSnapshot cannot use (OpenTier
+// takes only the zero Binding or FromTier, and says so itself).
+func (o *Options) Validate() error {
+	if o.Binding != "" && o.Binding != ReadParquet && o.Binding != Scan {
+		return fmt.Errorf("queries: unknown binding %q: use %q or %q", o.Binding, ReadParquet, Scan)
+	}
+	return nil
 }
 
 // Open binds the current snapshot of t's table.
@@ -58,8 +72,9 @@ func Open(ctx context.Context, t *iceberg.Table, opts Options) (*DB, error) {
 // OpenSnapshot binds the current snapshot of already loaded metadata. It
 // fails with iceberg.ErrDeleteFiles if the snapshot has delete files.
 func OpenSnapshot(ctx context.Context, tbl *table.Table, opts Options) (*DB, error) {
-	if opts.Binding != "" && opts.Binding != ReadParquet && opts.Binding != Scan {
-		return nil, fmt.Errorf("queries: unknown binding %q: use %q or %q", opts.Binding, ReadParquet, Scan)
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	tasks, err := iceberg.DataFiles(ctx, tbl)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 )
 
@@ -18,8 +19,9 @@ var files embed.FS
 var ErrUnknownQuery = errors.New("unknown query")
 
 // DefaultSmallFileBytes is the files query's small-file threshold when
-// Params.SmallFileBytes is zero: compaction's default.
-const DefaultSmallFileBytes = 32 << 20
+// Params.SmallFileBytes is zero: compaction's, so that the query counts the
+// files a compaction would rewrite.
+const DefaultSmallFileBytes = compaction.DefaultSmallFileSize
 
 // Names lists the canned queries, sorted.
 func Names() []string {
