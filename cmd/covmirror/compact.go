@@ -19,9 +19,9 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 	asJSON := fs.Bool("json", false, "print a one-line JSON summary per run")
 	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")
 	jitter := fs.Float64("jitter", 0.1, "spread each scheduled run by up to this fraction of --every")
-	expireOlder := fs.Duration("expire-older-than", 0, "expire snapshots older than this (zero: 15m)")
-	retain := fs.Int("retain", 0, "always keep this many snapshots (zero: 20)")
-	orphanOlder := fs.Duration("orphan-older-than", 0, fmt.Sprintf("delete unreferenced files older than this (zero: 24h; at least %s)", compaction.MinOrphanAge))
+	expireOlder := fs.Duration("expire-older-than", 0, fmt.Sprintf("expire snapshots older than this (zero: %s)", iceberg.DefaultExpireOlderThan))
+	retain := fs.Int("retain", 0, fmt.Sprintf("always keep this many snapshots (zero: %d)", iceberg.DefaultRetainLast))
+	orphanOlder := fs.Duration("orphan-older-than", 0, fmt.Sprintf("delete unreferenced files older than this (zero: %s; at least %s)", compaction.DefaultOrphanOlderThan, compaction.MinOrphanAge))
 	dryRun := fs.Bool("dry-run", false, "compact nothing, expire nothing, only list orphan files")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -29,15 +29,16 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 	if *every < 0 || *jitter < 0 || *retain < 0 || *expireOlder < 0 {
 		return usageError{errors.New("compact: durations, --jitter and --retain must not be negative")}
 	}
-	if *orphanOlder != 0 && *orphanOlder < compaction.MinOrphanAge {
-		return usageError{fmt.Errorf("compact: --orphan-older-than %s is below the %s safety minimum: a checkpoint in flight could lose its files", *orphanOlder, compaction.MinOrphanAge)}
+	maintain := compaction.MaintainOptions{Expire: iceberg.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
+		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
+	maintain.EnsureDefaults()
+	if err := maintain.Validate(); err != nil {
+		return usageError{fmt.Errorf("compact: %w", err)}
 	}
 	table, err := g.openTable(ctx)
 	if err != nil {
 		return err
 	}
-	maintain := compaction.MaintainOptions{Expire: iceberg.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
-		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
 	for {
 		start := time.Now()
 		if err := compactOnce(ctx, g, table, maintain, *asJSON); err != nil {

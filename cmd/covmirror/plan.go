@@ -13,8 +13,8 @@ import (
 func runPlan(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
-	maxBatches := fs.Uint64("max-batches", 10_000, "largest task")
-	maxTasks := fs.Int("max-tasks", 100_000, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
+	maxBatches := fs.Uint64("max-batches", mirror.DefaultMaxBatches, "largest task")
+	maxTasks := fs.Int("max-tasks", mirror.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	if err := parse(fs, args); err != nil {
 		return err

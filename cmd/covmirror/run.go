@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/postgres"
 )
 
@@ -113,8 +114,8 @@ func run(ctx context.Context, g *globals, args []string) error {
 	fs.Func("catalog-prop", "iceberg-go catalog property key=value, repeatable (env COVMIRROR_CATALOG_PROPS, comma-separated; config file catalog.KEY = VALUE); none: the embedded SQLite catalog under --state", func(kv string) error {
 		return addProp(g.props, kv)
 	})
-	fs.StringVar(&g.namespace, "namespace", cfg.value("namespace", "COVMIRROR_NAMESPACE", "covmirror"), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
-	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", "coverage"), "name of the coverage table (env COVMIRROR_TABLE)")
+	fs.StringVar(&g.namespace, "namespace", cfg.value("namespace", "COVMIRROR_NAMESPACE", iceberg.DefaultNamespace), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
+	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", iceberg.DefaultTableName), "name of the coverage table (env COVMIRROR_TABLE)")
 	host, _ := os.Hostname()
 	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
 	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable mirror (env COVMIRROR_DURABLE)")

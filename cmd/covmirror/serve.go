@@ -32,8 +32,8 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
 	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, /metrics and /debug/coverage (loopback by default; another address is accepted only when given here, with a warning: the API has no authentication)")
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
-	interval := fs.Duration("interval", 30*time.Second, "checkpoint interval")
-	maxBody := fs.Int64("max-body", 8<<20, "largest request body in bytes")
+	interval := fs.Duration("interval", mirror.DefaultInterval, "checkpoint interval")
+	maxBody := fs.Int64("max-body", sidecar.DefaultMaxBodyBytes, "largest request body in bytes")
 	mirrorEvery := fs.Duration("mirror-every", time.Minute, "with --durable object: copy the sink objects into the coverage table this often, so that the map, the gap metrics and any engine can read it (0: never)")
 	flagSources := map[string]string{}
 	fs.Func("source", "a source's regime, NAME=stored or NAME=broker-managed, repeatable (env COVMIRROR_SOURCES, comma-separated; config file source.NAME = REGIME): stored sources keep positions through PUT /v1/positions/NAME", func(kv string) error {
