@@ -496,3 +496,21 @@ func TestAdversarialFoldInsertDropped(t *testing.T) {
 	}
 	t.Fatal("RecordInTx folded past FoldRowsInTx rows with the merged row dropped and returned nil")
 }
+
+// A table inheriting from coverage adds its rows to every read of it
+// (SELECT without ONLY), ranges no checkpoint appended: Open must refuse.
+func TestAdversarialInheritingTableRefused(t *testing.T) {
+	schema := freshSchema(t)
+	advTier(t, schema)
+	child := pgx.Identifier{schema, "coverage_extra"}.Sanitize()
+	exec(t, "CREATE TABLE "+child+" () INHERITS ("+pgx.Identifier{schema, "coverage"}.Sanitize()+")")
+	exec(t, "INSERT INTO "+child+" VALUES ('s', 't', 0, '{[0,100)}', 'x', now())")
+	tier, err := Open(ctx, Options{Pool: adminPool(t), Schema: schema})
+	if err == nil {
+		got, _ := tier.Coverage(ctx, durable.Filter{})
+		t.Fatalf("Open accepted a coverage table another inherits from; it covers %v, never appended", got)
+	}
+	if !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("Open: %v, want ErrSchemaMismatch", err)
+	}
+}

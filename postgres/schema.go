@@ -17,9 +17,9 @@ var (
 
 	// ErrSchemaMismatch: a table the tier uses exists with another shape
 	// (a column missing, extra or of another type, another primary key, a
-	// unique index or exclusion constraint besides it, or not a table). It
-	// is left as it is, never altered: point Options.Schema elsewhere or
-	// move the table aside.
+	// unique index or exclusion constraint besides it, a table inheriting
+	// from it, or not a table). It is left as it is, never altered: point
+	// Options.Schema elsewhere or move the table aside.
 	ErrSchemaMismatch = errors.New("existing table has another shape")
 )
 
@@ -148,11 +148,12 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 		names[i] = t.name
 	}
 	type found struct {
-		kind    string
-		columns map[string]column
-		notNull map[string]bool
-		key     []string
-		unique  []string // unique indexes and exclusion constraints but the key
+		kind     string
+		columns  map[string]column
+		notNull  map[string]bool
+		key      []string
+		unique   []string // unique indexes and exclusion constraints but the key
+		children []string // tables inheriting from it
 	}
 	got := map[string]*found{}
 	rows, err := q.Query(ctx, `
@@ -236,6 +237,32 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: read the unique indexes of schema %q: %w", schema, err)
 	}
+	// A table inheriting from one of the tier's adds its rows to every
+	// read of it: coverage no checkpoint appended.
+	rows, err = q.Query(ctx, `
+		SELECT p.relname, format('%I.%I', cn.nspname, c.relname)
+		FROM pg_inherits h
+		JOIN pg_class p ON p.oid = h.inhparent
+		JOIN pg_namespace n ON n.oid = p.relnamespace
+		JOIN pg_class c ON c.oid = h.inhrelid
+		JOIN pg_namespace cn ON cn.oid = c.relnamespace
+		WHERE n.nspname = $1 AND p.relname = ANY($2)
+		ORDER BY 1, 2`, schema, names)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read the tables inheriting from schema %q's: %w", schema, err)
+	}
+	for rows.Next() {
+		var rel, child string
+		if err := rows.Scan(&rel, &child); err != nil {
+			return nil, fmt.Errorf("postgres: read the tables inheriting from schema %q's: %w", schema, err)
+		}
+		if f := got[rel]; f != nil {
+			f.children = append(f.children, child)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read the tables inheriting from schema %q's: %w", schema, err)
+	}
 
 	var diffs []string
 	for _, t := range tables {
@@ -276,6 +303,9 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 		}
 		for _, index := range f.unique {
 			diffs = append(diffs, fmt.Sprintf("%s has unique index or exclusion constraint %s besides its key", t.name, index))
+		}
+		for _, child := range f.children {
+			diffs = append(diffs, fmt.Sprintf("table %s inherits from %s, adding its rows to every read", child, t.name))
 		}
 	}
 	if len(diffs) > 0 {
