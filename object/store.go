@@ -424,7 +424,10 @@ func (s *Store) Landed(ctx context.Context, writer, name string) (bool, error) {
 		if unreadable(err) {
 			// It may hold the name; counting it as not holding it can
 			// only answer false, which costs a re-append, and that
-			// re-append refuses to overwrite the object.
+			// re-append refuses to overwrite the object. (Unless the
+			// writer reused the name: it may hold the other payload, as
+			// a payload that wrote nothing is not seen either. Landed
+			// answers for the name, not for a payload.)
 			s.opts.Logger.Warn("object: an unreadable sink object counts as not holding the checkpoint", "key", key, "checkpoint", name, "writer", writer, "err", err)
 			continue
 		}
