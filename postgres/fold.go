@@ -15,7 +15,10 @@ import (
 // It is one statement: the rows it deletes are the rows it merges, so a
 // row inserted meanwhile (not in its snapshot) stays as it is, and a row
 // another fold deleted first is neither deleted nor merged again. Nothing
-// is lost either way; the union is the same.
+// is lost either way; the union is the same. Rows another transaction has
+// locked (its own fold, still open) are passed over (SKIP LOCKED), so a
+// fold neither waits on a caller's open transaction nor deadlocks with
+// it; what it passes over stays as it is for a later fold.
 const foldSQL = `
 WITH targets AS (
     SELECT c.sink, c.topic, c.partition
@@ -25,9 +28,15 @@ WITH targets AS (
     GROUP BY c.sink, c.topic, c.partition
     HAVING count(*) > $4
 ),
+locked AS (
+    SELECT c.ctid AS row_id
+    FROM %[1]s c
+    JOIN targets t ON c.sink = t.sink AND c.topic = t.topic AND c.partition = t.partition
+    FOR UPDATE OF c SKIP LOCKED
+),
 gone AS (
-    DELETE FROM %[1]s c USING targets t
-    WHERE c.sink = t.sink AND c.topic = t.topic AND c.partition = t.partition
+    DELETE FROM %[1]s c USING locked l
+    WHERE c.ctid = l.row_id
     RETURNING c.sink, c.topic, c.partition, c.covered, c.last_writer, c.last_write
 ),
 merged AS (

@@ -131,14 +131,12 @@ func refuseNUL(ranges []coverage.DestinationRanges) error {
 //
 // It adds a row per destination, and folds a destination that has more
 // than FoldRowsInTx rows within the same transaction, holding the row
-// locks of the rows it merged until the transaction ends: a concurrent
-// fold of that destination waits for it. Under REPEATABLE READ or
-// SERIALIZABLE, a fold meeting a concurrent one can fail with a
-// serialization failure (SQLSTATE 40001); at any level, READ COMMITTED
-// too, a transaction that records more than once can be a deadlock victim
-// (40P01) of another folding the same destinations in another order. The
-// caller retries its whole transaction; either way nothing committed is
-// lost.
+// locks of the rows it merged until the transaction ends; folds pass over
+// rows another transaction holds (SKIP LOCKED), so they neither wait for
+// nor deadlock with one another. Under REPEATABLE READ or SERIALIZABLE, a
+// fold meeting rows a concurrent one changed can fail with a
+// serialization failure (SQLSTATE 40001): the caller retries its whole
+// transaction; nothing committed is lost.
 func RecordInTx(ctx context.Context, tx pgx.Tx, schema, writer string, ranges []coverage.DestinationRanges) error {
 	if err := ValidateSchema(schema); err != nil {
 		return err
