@@ -167,7 +167,7 @@ func TestTableSinkWithAnUnwritablePartitionRecordsNothing(t *testing.T) {
 	tableSinkPaths(t, func(t *testing.T, cov *Table, store coverage.Store, covered func(coverage.Destination) string) {
 		ident, loc := createRegionSink(t, cov)
 		blockDir(t, loc, "region=b")
-		s := &TableSink{Coverage: cov, Sink: ident, Writer: "pod", Fallback: store}
+		s := newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod", Fallback: store})
 		d := coverage.Destination{Sink: "regions", Topic: "t"}
 		r := coverage.Range{Start: 0, End: 10}
 		// iceberg-go's writer reports the failed partition or not, as its
@@ -188,8 +188,8 @@ func TestTableSinkNameIsBoundToWriterAndPayload(t *testing.T) {
 	tableSinkPaths(t, func(t *testing.T, cov *Table, store coverage.Store, covered func(coverage.Destination) string) {
 		ctx := context.Background()
 		ident := createSinkTable(t, cov)
-		a := &TableSink{Coverage: cov, Sink: ident, Writer: "pod-a", Fallback: store}
-		b := &TableSink{Coverage: cov, Sink: ident, Writer: "pod-b", Fallback: store}
+		a := newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod-a", Fallback: store})
+		b := newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod-b", Fallback: store})
 		d0 := coverage.Destination{Sink: "lakehouse", Topic: "t", Partition: 0}
 		d1 := coverage.Destination{Sink: "lakehouse", Topic: "t", Partition: 1}
 		r0, r1 := coverage.Range{Start: 0, End: 5}, coverage.Range{Start: 100, End: 105}
@@ -285,7 +285,7 @@ func TestHostileSinkNamesStayInTheTable(t *testing.T) {
 		want[d] = set.String()
 	}
 	for d, w := range want {
-		got, err := NewStore(tbl, "r").Covered(ctx, d)
+		got, err := newStore(t, tbl, "r").Covered(ctx, d)
 		if err != nil || got.String() != w {
 			t.Fatalf("sink %q reads back %s, %v; want %s", d.Sink, got.String(), err, w)
 		}

@@ -49,7 +49,10 @@ func sinkWriter() error {
 		return err
 	}
 	base, _ := strconv.ParseUint(os.Getenv(childBaseEnv), 10, 64)
-	s := &TableSink{Coverage: cov, Sink: []string{os.Getenv(childNSEnv), "lakehouse"}, Writer: "writer"}
+	s, err := NewTableSink(TableSinkOptions{Coverage: cov, Sink: []string{os.Getenv(childNSEnv), "lakehouse"}, Writer: "writer"})
+	if err != nil {
+		return err
+	}
 	for i := uint64(0); ; i++ {
 		r := coverage.Range{Start: base + i*10, End: base + i*10 + 10}
 		if err := s.Write(ctx, fmt.Sprintf("writer/%d", r.Start), lakehouse, r, sinkRows(r)); err != nil {
@@ -95,7 +98,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 	server := seaweedtest.Start(t)
 	cov := openREST(t, server)
 	ident := createSinkTable(t, cov)
-	s := &TableSink{Coverage: cov, Sink: ident, Writer: "pod"}
+	s := newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod"})
 	for i := range uint64(3) {
 		r := coverage.Range{Start: 1 + i*5, End: 6 + i*5}
 		if err := s.Write(ctx, fmt.Sprintf("pod/%d", i), lakehouse, r, sinkRows(r)); err != nil {

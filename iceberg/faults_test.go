@@ -46,7 +46,7 @@ func TestRandomFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ident := createSinkTable(t, tbl)
-	ts := &TableSink{Coverage: tbl, Sink: ident, Writer: "sinkpod"}
+	ts := newTableSink(t, TableSinkOptions{Coverage: tbl, Sink: ident, Writer: "sinkpod"})
 	sinks := []string{"raw", "lake", "../x", "wh"}
 	sinkDest := coverage.Destination{Sink: "lakehouse", Topic: "t"}
 	attempted := map[coverage.Destination]*coverage.RangeSet{}

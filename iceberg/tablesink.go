@@ -23,13 +23,9 @@ import (
 // records coverage one after the other.
 var ErrNoMultiTableTransactions = errors.New("catalog has no multi-table transactions")
 
-// TableSink is the exactly-once path of a sink that is itself an Iceberg
-// table in the coverage table's catalog: a write of the sink's rows and
-// the coverage rows of the same batches land in one multi-table commit, or
-// neither does. Where the catalog lacks multi-table transactions it falls
-// back to write-then-record through Fallback (the pod's Mirror), and says
-// so once in the log.
-type TableSink struct {
+// TableSinkOptions configures NewTableSink. Zero values are documented
+// defaults.
+type TableSinkOptions struct {
 	// Coverage is the coverage table. Required.
 	Coverage *Table
 	// Sink is the sink table's identifier in the same catalog. Required.
@@ -38,12 +34,52 @@ type TableSink struct {
 	// Required.
 	Writer string
 	// Fallback records coverage when the catalog has no multi-table
-	// transactions. Required for that case; unused otherwise.
+	// transactions. Required for that case, where a write without it
+	// fails with ErrNoMultiTableTransactions; unused otherwise. Zero value:
+	// none.
 	Fallback coverage.Store
 	// Logger says once that the fallback is in use. Zero value: discard.
 	Logger *slog.Logger
+}
 
+// EnsureDefaults fills in zero values.
+func (o *TableSinkOptions) EnsureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports unusable options.
+func (o *TableSinkOptions) Validate() error {
+	switch {
+	case o.Coverage == nil:
+		return errors.New("iceberg: TableSinkOptions.Coverage is nil: open the coverage table with Open")
+	case len(o.Sink) == 0:
+		return errors.New("iceberg: TableSinkOptions.Sink is empty: name the sink table")
+	case o.Writer == "":
+		return errors.New("iceberg: TableSinkOptions.Writer is empty: name this writer")
+	}
+	return nil
+}
+
+// TableSink is the exactly-once path of a sink that is itself an Iceberg
+// table in the coverage table's catalog: a write of the sink's rows and
+// the coverage rows of the same batches land in one multi-table commit, or
+// neither does. Where the catalog lacks multi-table transactions it falls
+// back to write-then-record through Fallback (the pod's Mirror), and says
+// so once in the log.
+type TableSink struct {
+	opts TableSinkOptions
 	once sync.Once
+}
+
+// NewTableSink returns the sink table's writer.
+func NewTableSink(opts TableSinkOptions) (*TableSink, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &TableSink{opts: opts}, nil
 }
 
 // Write appends rows to the sink table and records r of d as covered. name
@@ -60,35 +96,31 @@ func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destinati
 	if err := coverage.ValidateRecord(d, r); err != nil {
 		return err
 	}
-	if name == "" || s.Writer == "" {
-		return fmt.Errorf("iceberg: a table sink write needs a name and TableSink.Writer (got %q, %q)", name, s.Writer)
+	if name == "" {
+		return errors.New("iceberg: a table sink write needs a name")
 	}
 	ranges := []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}
-	st := stamp{name: name, writer: s.Writer,
-		payload: durable.Digest("tablesink "+strings.Join(s.Sink, "."), s.Writer, ranges, rows.NumRows())}
-	if _, ok := s.Coverage.cat.(catalog.TransactionalCatalog); !ok {
-		if s.Fallback == nil {
-			return fmt.Errorf("iceberg: sink %s: %w, and no fallback store is set", strings.Join(s.Sink, "."), ErrNoMultiTableTransactions)
+	st := stamp{name: name, writer: s.opts.Writer,
+		payload: durable.Digest("tablesink "+strings.Join(s.opts.Sink, "."), s.opts.Writer, ranges, rows.NumRows())}
+	if _, ok := s.opts.Coverage.cat.(catalog.TransactionalCatalog); !ok {
+		if s.opts.Fallback == nil {
+			return fmt.Errorf("iceberg: sink %s: %w, and no fallback store is set", strings.Join(s.opts.Sink, "."), ErrNoMultiTableTransactions)
 		}
 		s.once.Do(func() {
-			logger := s.Logger
-			if logger == nil {
-				logger = slog.New(slog.DiscardHandler)
-			}
-			logger.Warn("the catalog has no multi-table transactions: the sink table is written first and coverage recorded after its commit (write-then-record; a crash in between costs a replay, which the sink must deduplicate)",
-				"sink", strings.Join(s.Sink, "."), "coverage", s.Coverage.Name())
+			s.opts.Logger.Warn("the catalog has no multi-table transactions: the sink table is written first and coverage recorded after its commit (write-then-record; a crash in between costs a replay, which the sink must deduplicate)",
+				"sink", strings.Join(s.opts.Sink, "."), "coverage", s.opts.Coverage.Name())
 		})
-		return coverage.WriteThenRecord(ctx, s.Fallback, d, r, func(ctx context.Context) error {
+		return coverage.WriteThenRecord(ctx, s.opts.Fallback, d, r, func(ctx context.Context) error {
 			return s.appendSink(ctx, st, rows)
 		})
 	}
-	return s.commitTogether(ctx, st, Commit{Name: name, Writer: s.Writer, Ranges: ranges}, rows)
+	return s.commitTogether(ctx, st, Commit{Name: name, Writer: s.opts.Writer, Ranges: ranges}, rows)
 }
 
 // appendSink appends rows to the sink table alone: files written once, the
 // commit retried on fresh metadata, and a retry first looks for name.
 func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordBatch) error {
-	name, sinkName := st.name, strings.Join(s.Sink, ".")
+	name, sinkName := st.name, strings.Join(s.opts.Sink, ".")
 	sink, err := s.loadSink(ctx)
 	if err != nil {
 		return err
@@ -100,9 +132,9 @@ func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordB
 	if err != nil {
 		return err
 	}
-	return s.Coverage.run(ctx, commitLoop{
+	return s.opts.Coverage.run(ctx, commitLoop{
 		what:    fmt.Sprintf("commit %s on sink table %s", name, sinkName),
-		timeout: s.Coverage.opts.CommitTimeout,
+		timeout: s.opts.Coverage.opts.CommitTimeout,
 		commit: func() error {
 			txn := sink.NewTransaction()
 			if err := txn.AddDataFiles(ctx, files, st.props(), table.WithoutDuplicateCheck()); err != nil {
@@ -112,7 +144,7 @@ func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordB
 			return err
 		},
 		reload: func() (bool, error) {
-			fresh, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+			fresh, err := s.opts.Coverage.cat.LoadTable(ctx, s.opts.Sink)
 			if err != nil {
 				return false, err
 			}
@@ -128,7 +160,7 @@ func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordB
 // name in the coverage table.
 func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows arrow.RecordBatch) error {
 	name := st.name
-	cov, err := s.Coverage.Load(ctx)
+	cov, err := s.opts.Coverage.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -139,7 +171,7 @@ func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows
 	if err != nil {
 		return err
 	}
-	covFiles, err := s.Coverage.writeFiles(ctx, cov, name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	covFiles, err := s.opts.Coverage.writeFiles(ctx, cov, name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
 	if err != nil {
@@ -150,16 +182,16 @@ func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows
 		return err
 	}
 	props := st.props()
-	return s.Coverage.run(ctx, commitLoop{
-		what:    fmt.Sprintf("commit %s on %s and %s", name, strings.Join(s.Sink, "."), s.Coverage.Name()),
-		timeout: s.Coverage.opts.CommitTimeout,
-		commit:  func() error { return commitBoth(ctx, s.Coverage.cat, sink, sinkFiles, cov, covFiles, props) },
+	return s.opts.Coverage.run(ctx, commitLoop{
+		what:    fmt.Sprintf("commit %s on %s and %s", name, strings.Join(s.opts.Sink, "."), s.opts.Coverage.Name()),
+		timeout: s.opts.Coverage.opts.CommitTimeout,
+		commit:  func() error { return commitBoth(ctx, s.opts.Coverage.cat, sink, sinkFiles, cov, covFiles, props) },
 		reload: func() (bool, error) {
-			freshCov, err := s.Coverage.Load(ctx)
+			freshCov, err := s.opts.Coverage.Load(ctx)
 			if err != nil {
 				return false, err
 			}
-			freshSink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+			freshSink, err := s.opts.Coverage.cat.LoadTable(ctx, s.opts.Sink)
 			if err != nil {
 				return false, err
 			}
@@ -171,9 +203,9 @@ func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows
 }
 
 func (s *TableSink) loadSink(ctx context.Context) (*table.Table, error) {
-	sink, err := s.Coverage.cat.LoadTable(ctx, s.Sink)
+	sink, err := s.opts.Coverage.cat.LoadTable(ctx, s.opts.Sink)
 	if err != nil {
-		return nil, fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, strings.Join(s.Sink, "."), err)
+		return nil, fmt.Errorf("%w: loading sink table %s: %w", coverage.ErrUnavailable, strings.Join(s.opts.Sink, "."), err)
 	}
 	return sink, nil
 }

@@ -96,7 +96,7 @@ func TestTableSinkFallsBackWithoutMultiTableTransactions(t *testing.T) {
 	ident := createSinkTable(t, cov)
 	store := coverage.NewInMemory()
 	logs := &countingHandler{}
-	s := &TableSink{Coverage: cov, Sink: ident, Writer: "pod", Fallback: store, Logger: slog.New(logs)}
+	s := newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod", Fallback: store, Logger: slog.New(logs)})
 	d := coverage.Destination{Sink: "lakehouse", Topic: "orders"}
 	for i, r := range []coverage.Range{{Start: 1, End: 5}, {Start: 5, End: 9}} {
 		if err := s.Write(ctx, "pod/"+string(rune('1'+i)), d, r, sinkRows(r)); err != nil {
@@ -112,8 +112,35 @@ func TestTableSinkFallsBackWithoutMultiTableTransactions(t *testing.T) {
 	if len(logs.messages) != 1 || !strings.Contains(logs.messages[0], "no multi-table transactions") {
 		t.Fatalf("log: %q, want one warning", logs.messages)
 	}
-	s.Fallback = nil
+	s = newTableSink(t, TableSinkOptions{Coverage: cov, Sink: ident, Writer: "pod"})
 	if err := s.Write(ctx, "pod/3", d, coverage.Range{Start: 9, End: 10}, sinkRows(coverage.Range{Start: 9, End: 10})); err == nil {
 		t.Fatal("a write without multi-table transactions or a fallback was accepted")
+	}
+}
+
+func newTableSink(t *testing.T, opts TableSinkOptions) *TableSink {
+	t.Helper()
+	s, err := NewTableSink(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestTableSinkOptionsValidate: a table sink without its coverage table,
+// sink table or writer is refused when it is made, not at its first write.
+func TestTableSinkOptionsValidate(t *testing.T) {
+	cov := &Table{}
+	for _, opts := range []TableSinkOptions{
+		{Sink: []string{"ns", "s"}, Writer: "w"},
+		{Coverage: cov, Writer: "w"},
+		{Coverage: cov, Sink: []string{"ns", "s"}},
+	} {
+		if _, err := NewTableSink(opts); err == nil {
+			t.Errorf("NewTableSink(%+v) = nil error", opts)
+		}
+	}
+	if _, err := NewTableSink(TableSinkOptions{Coverage: cov, Sink: []string{"ns", "s"}, Writer: "w"}); err != nil {
+		t.Errorf("NewTableSink with every required field: %v", err)
 	}
 }
