@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -25,8 +26,35 @@ type Store struct {
 
 var _ coverage.Store = (*Store)(nil)
 
-// NewStore returns the table as a Store whose direct records name writer.
-func NewStore(t *Table, writer string) *Store { return &Store{table: t, writer: writer} }
+// StoreOptions configures NewStore. Zero values are documented defaults.
+type StoreOptions struct {
+	// Writer names this process in the snapshot summaries and rows of its
+	// direct records. Required.
+	Writer string
+}
+
+// EnsureDefaults fills in zero values. There is none to fill.
+func (o *StoreOptions) EnsureDefaults() {}
+
+// Validate reports unusable options.
+func (o *StoreOptions) Validate() error {
+	if o.Writer == "" {
+		return errors.New("iceberg: StoreOptions.Writer is empty: name the recording process")
+	}
+	return nil
+}
+
+// NewStore returns the table as a Store.
+func NewStore(t *Table, opts StoreOptions) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, errors.New("iceberg: NewStore needs the coverage table: open it with Open")
+	}
+	return &Store{table: t, writer: opts.Writer}, nil
+}
 
 func (s *Store) check(ctx context.Context, op string, d coverage.Destination, r coverage.Range) error {
 	if err := ctx.Err(); err != nil {

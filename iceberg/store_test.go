@@ -40,7 +40,7 @@ func TestPositionsConformanceEmbedded(t *testing.T) { positionsConformance(t, op
 // scenario; the commits of a real catalog make the heaviest ones light.
 func conformance(t *testing.T, open func(testing.TB) *Table) {
 	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return NewStore(open(t), "test") },
+		Open:           func(t *testing.T) coverage.Store { return newStore(t, open(t), "test") },
 		InOrderRecords: 20,
 		Light:          true,
 	})
@@ -61,4 +61,13 @@ func positionsConformance(t *testing.T, open func(testing.TB) *Table) {
 		},
 		Light: true,
 	})
+}
+
+func newStore(t *testing.T, tbl *Table, writer string) *Store {
+	t.Helper()
+	s, err := NewStore(tbl, StoreOptions{Writer: writer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
