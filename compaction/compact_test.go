@@ -207,3 +207,24 @@ func TestVerifyCatchesAClosedGap(t *testing.T) {
 		t.Fatalf("a rewrite closing the hole at 3 passed verification: %v", err)
 	}
 }
+
+// TestOptionsValidate: negative thresholds are refused, and the defaults
+// are what the documentation says.
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []Options{{SmallFileSize: -1}, {MinSmallFiles: -1}} {
+		o.EnsureDefaults()
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	var o Options
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil || o.SmallFileSize != 32<<20 || o.MinSmallFiles != 2 || o.Job != "covmirror-compaction" {
+		t.Errorf("defaults %+v: %v", o, err)
+	}
+	m := MaintainOptions{Expire: iceberg.ExpireOptions{RetainLast: -1}}
+	m.EnsureDefaults()
+	if err := m.Validate(); err == nil || m.OrphanOlderThan != 24*time.Hour {
+		t.Errorf("MaintainOptions %+v: %v", m, err)
+	}
+}
