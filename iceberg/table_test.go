@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	ice "github.com/apache/iceberg-go"
 
@@ -87,5 +88,21 @@ func TestAppendOfALandedCheckpointIsNotRepeated(t *testing.T) {
 	}
 	if ok, err := tbl.Landed(ctx, "pod", "pod/7"); !ok || err != nil {
 		t.Fatalf("Landed: %v, %v", ok, err)
+	}
+}
+
+// TestExpireOptionsValidate: negative values are refused, zero ones are
+// the documented defaults.
+func TestExpireOptionsValidate(t *testing.T) {
+	for _, o := range []ExpireOptions{{OlderThan: -1}, {RetainLast: -1}} {
+		o.EnsureDefaults()
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	var o ExpireOptions
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil || o.OlderThan != 15*time.Minute || o.RetainLast != 20 {
+		t.Errorf("defaults %+v: %v", o, err)
 	}
 }
