@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/backoff"
 )
 
 // Every write of this package goes through this file: data files are
@@ -105,7 +106,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 		// fails, after a pause.
 		paused := false
 		if !conflict {
-			if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
 				return err
 			}
 			paused = true
@@ -119,7 +120,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 				return err
 			}
 			if !paused {
-				if err := sleep(ctx, commitBackoff(attempt)); err != nil {
+				if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
 					return err
 				}
 			}
@@ -152,17 +153,6 @@ func commitBackoff(n int) time.Duration {
 	d := 50 * time.Millisecond << min(n, 7)
 	d = min(d, 5*time.Second)
 	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
 
 // writeVerified writes rec into tbl's data location with iceberg-go's

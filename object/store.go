@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/backoff"
 )
 
 // Store is the durable tier as one object per sink (see the package
@@ -296,24 +296,10 @@ func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, 
 	}
 }
 
-// sleep waits a random time below MinBackoff doubled per attempt, capped
-// at MaxBackoff (full jitter).
+// sleep waits before retry attempt n: full jitter between MinBackoff and
+// MaxBackoff.
 func (s *Store) sleep(ctx context.Context, attempt int) error {
-	d := s.opts.MaxBackoff
-	if attempt < 30 {
-		d = min(d, s.opts.MinBackoff<<(attempt-1))
-	}
-	if d > 0 {
-		d = rand.N(d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, backoff.FullJitter(attempt, s.opts.MinBackoff, s.opts.MaxBackoff))
 }
 
 // read returns the object under key and its version; an empty object and

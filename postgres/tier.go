@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/backoff"
 )
 
 // Tier is the durable tier as PostgreSQL tables (see the package
@@ -246,24 +245,10 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// sleep waits a random time below MinBackoff doubled per attempt, capped
-// at MaxBackoff (full jitter).
+// sleep waits before retry attempt n: full jitter between MinBackoff and
+// MaxBackoff.
 func (t *Tier) sleep(ctx context.Context, attempt int) error {
-	d := t.opts.MaxBackoff
-	if attempt < 30 {
-		d = min(d, t.opts.MinBackoff<<(attempt-1))
-	}
-	if d > 0 {
-		d = rand.N(d)
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, backoff.FullJitter(attempt, t.opts.MinBackoff, t.opts.MaxBackoff))
 }
 
 // Landed reports whether writer's checkpoint of that name was committed.
