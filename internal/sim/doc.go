@@ -14,12 +14,15 @@
 // refused, answers lost after a commit landed).
 //
 // The durable tier (Config.Durable) is the coverage table, an
-// iceberg.Table in a SQLite catalog, or the object store, an object.Store
+// iceberg.Table in a SQLite catalog; or the object store, an object.Store
 // over a directory behind faults of its own (reads and listings that fail,
 // writes refused, writes applied whose answer is lost, spurious
-// precondition failures). On the object tier the coverage table is its
-// replica: mirror.Replicate copies the tier into it, and it is compacted
-// there.
+// precondition failures); or PostgreSQL, a postgres.Tier in a fresh schema
+// on a real server, behind faults at the durable.Tier seam (appends
+// refused, appends applied whose answer is lost, coverage reads that fail)
+// and transactions the server aborts as serialization failures. On the
+// object and PostgreSQL tiers the coverage table is the replica:
+// mirror.Replicate copies the primary into it, and it is compacted there.
 //
 // # What it checks
 //
@@ -30,15 +33,16 @@
 //     its sink does not hold;
 //   - the local tier never claims one either;
 //   - every range the local tier marks checkpointed is in the durable tier;
-//   - on the object tier, the replica table never claims a range the tier
-//     lacks (it may lag, never lead).
+//   - on the object and PostgreSQL tiers, the replica table never claims
+//     a range the primary lacks (it may lag, never lead).
 //
 // Once faults stop and recovery has run to quiescence: every sink holds
 // every batch raw holds, and the durable tier's coverage says so,
 // including batches whose raw coverage record was lost (raw holds the
 // batch, but a crash or a failed local write dropped its record); the
 // coverage table lists no data file twice (no commit applied twice); on the
-// object tier, one more replication makes the replica equal to the tier;
+// object and PostgreSQL tiers, one more replication makes the replica
+// equal to the primary;
 // and a compaction of the coverage table goes through.
 //
 // A failure names the seed; the same seed replays the same run.

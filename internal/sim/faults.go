@@ -35,6 +35,14 @@ type Rates struct {
 	ObjectPrecond     float64 // a Put is refused with a spurious ErrPrecondition, nothing written
 	ObjectList        float64 // a List fails
 	ObjectMaxAttempts int     // the object store's MaxAttempts: low ones let faults reach the Mirror
+
+	// The faults at the durable.Tier seam and the PostgreSQL tier's, drawn
+	// only by runs on it (from a stream of their own, likewise).
+	TierAppend          float64 // an Append is refused before it reaches the tier: nothing written
+	TierAppendLost      float64 // an Append is applied, and its answer lost
+	TierRead            float64 // a Coverage or Landed fails
+	PostgresAbort       float64 // an Append's transaction is aborted as a serialization failure, 1 to 4 times in a row
+	PostgresMaxAttempts int     // the PostgreSQL tier's MaxAttempts: low ones let the aborts reach the Mirror
 }
 
 func drawRates(r *rand.Rand) Rates {
@@ -58,18 +66,19 @@ type faults struct {
 	rates Rates
 	ware  *faultio.Injector
 
-	mu     sync.Mutex
-	on     bool
-	fsRand *rand.Rand
-	catRnd *rand.Rand
-	objRnd *rand.Rand
-	counts map[string]int
+	mu      sync.Mutex
+	on      bool
+	fsRand  *rand.Rand
+	catRnd  *rand.Rand
+	objRnd  *rand.Rand
+	tierRnd *rand.Rand
+	counts  map[string]int
 }
 
 func newFaults(seed uint64, rates Rates) *faults {
 	return &faults{rates: rates, ware: faultio.New(seed ^ 0x57a3),
 		fsRand: rand.New(rand.NewPCG(seed, 0xf5)), catRnd: rand.New(rand.NewPCG(seed, 0xca7)),
-		objRnd: rand.New(rand.NewPCG(seed, 0x0b1)),
+		objRnd: rand.New(rand.NewPCG(seed, 0x0b1)), tierRnd: rand.New(rand.NewPCG(seed, 0x7e1)),
 		counts: map[string]int{}}
 }
 
@@ -102,6 +111,28 @@ func (f *faults) draw(r *rand.Rand, kind string, p float64) bool {
 	}
 	f.counts[kind]++
 	return true
+}
+
+// drawN is draw for a fault that comes in runs: with probability p, a
+// run of 1 to max, else 0. Nothing is counted: the caller counts what of
+// the run struck (add).
+func (f *faults) drawN(r *rand.Rand, p float64, max int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on || p == 0 || r.Float64() >= p {
+		return 0
+	}
+	return 1 + r.IntN(max)
+}
+
+// add counts n faults of kind.
+func (f *faults) add(kind string, n int) {
+	if n <= 0 {
+		return
+	}
+	f.mu.Lock()
+	f.counts[kind] += n
+	f.mu.Unlock()
 }
 
 // sim draws a fault of the simulated pipeline itself, from the step stream.

@@ -2,15 +2,9 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
 )
 
@@ -23,12 +17,12 @@ func (w *world) openObject(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.closeDirs = append(w.closeDirs, faulty.Close)
+	w.closers = append(w.closers, func() error { _ = faulty.Close(); return nil })
 	clean, err := object.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	w.closeDirs = append(w.closeDirs, clean.Close)
+	w.closers = append(w.closers, func() error { _ = clean.Close(); return nil })
 	// Short backoffs: the faults are drawn, not raced, so waiting longer
 	// only slows the run.
 	if w.table, err = object.Open(ctx, object.Options{Blobs: &faultBlobs{Blobs: faulty, f: w.f}, Logger: w.cfg.Logger,
@@ -39,86 +33,5 @@ func (w *world) openObject(ctx context.Context) error {
 		return err
 	}
 	w.note("durable tier: sink objects, MaxAttempts %d; the coverage table is their replica", w.f.rates.ObjectMaxAttempts)
-	return nil
-}
-
-// replicate is the mirror job: the coverage table made a copy of the
-// object tier, both through the faults.
-func (w *world) replicate(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	res, err := mirror.Replicate(ctx, w.table, w.ice, mirror.ReplicateOptions{Writer: "sim-replicator", Logger: w.cfg.Logger})
-	w.note("replicate: %d sinks, %d replaced, %d unchanged, %d raced: %v", res.Sinks, res.Replaced, res.Unchanged, res.Raced, errText(err))
-	return nil
-}
-
-// readReplica is the replica's coverage, read without faults; nil when
-// the run is on the iceberg tier.
-func (w *world) readReplica(ctx context.Context) (map[coverage.Destination]*coverage.RangeSet, error) {
-	if !w.replica {
-		return nil, nil
-	}
-	got, err := w.iceTruth.Coverage(ctx, iceberg.Filter{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the replica table without faults: %w", err)
-	}
-	return got, nil
-}
-
-// checkReplica fails if the replica, read before committed (the object
-// tier), claims a range the tier lacks: the table may lag its primary,
-// never lead it.
-func checkReplica(replica, committed map[coverage.Destination]*coverage.RangeSet) error {
-	for _, d := range slices.SortedFunc(func(yield func(coverage.Destination) bool) {
-		for d := range replica {
-			if !yield(d) {
-				return
-			}
-		}
-	}, coverage.Destination.Compare) {
-		primary := committed[d]
-		if primary == nil {
-			primary = new(coverage.RangeSet)
-		}
-		if extra := coverage.Gaps(replica[d], primary); !extra.IsEmpty() {
-			return fmt.Errorf("%w: the replica table claims %s of %s, which the object tier lacks (it has %s)",
-				ErrLeads, extra.String(), d, primary)
-		}
-	}
-	return nil
-}
-
-// finalReplica, with faults off and the tier quiescent, replicates once
-// more: the table must then hold exactly what the object tier holds.
-func (w *world) finalReplica(ctx context.Context) error {
-	if !w.replica {
-		return nil
-	}
-	res, err := mirror.Replicate(ctx, w.table, w.ice, mirror.ReplicateOptions{Writer: "sim-replicator", Logger: w.cfg.Logger})
-	w.note("final replicate: %d sinks, %d replaced, %d unchanged, %d raced: %v", res.Sinks, res.Replaced, res.Unchanged, res.Raced, errText(err))
-	if err != nil {
-		return fmt.Errorf("replicate with faults off: %w", err)
-	}
-	replica, err := w.readReplica(ctx)
-	if err != nil {
-		return err
-	}
-	committed, err := w.truth.Coverage(ctx, durable.Filter{})
-	if err != nil {
-		return fmt.Errorf("reading the object tier without faults: %w", err)
-	}
-	if err := checkReplica(replica, committed); err != nil {
-		return err
-	}
-	for d, set := range committed {
-		have := replica[d]
-		if have == nil {
-			have = new(coverage.RangeSet)
-		}
-		if missing := coverage.Gaps(set, have); !missing.IsEmpty() {
-			return fmt.Errorf("after a replication with faults off the replica table lacks %s of %s (it has %s, the object tier %s)",
-				missing.String(), d, have, set)
-		}
-	}
 	return nil
 }

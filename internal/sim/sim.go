@@ -28,10 +28,15 @@ type Config struct {
 	// pods' local tiers are in memory). Required: a fresh directory.
 	Dir string
 	// Durable is the durable tier the pods checkpoint into: "iceberg" (the
-	// coverage table) or "object" (one object per sink, in a directory
-	// under Dir, with the coverage table as its replica). Zero value:
-	// "iceberg".
+	// coverage table), "object" (one object per sink, in a directory
+	// under Dir) or "postgres" (PostgreSQL tables in a fresh schema on
+	// PostgresURL, dropped when the run ends). On the last two the
+	// coverage table is the tier's replica. Zero value: "iceberg".
 	Durable string
+	// PostgresURL is the server the "postgres" tier runs on. Zero value:
+	// $COVMIRROR_TEST_POSTGRES_URL, else
+	// postgres://postgres@127.0.0.1:5432/test?sslmode=disable.
+	PostgresURL string
 	// Logger receives what the libraries log. Zero value: discard.
 	Logger *slog.Logger
 	// Trace, when set, receives a line per step and outcome, as it happens.
@@ -67,29 +72,30 @@ func (f *Failure) Unwrap() error { return f.Err }
 
 // world is everything a run has: the pipeline's stores, the durable tier
 // (the faulty view the pods use, and the true one the checks read), the
-// coverage table (the tier itself, or the object tier's replica), the pod.
+// coverage table (the tier itself, or the replica of the primary: the
+// object or PostgreSQL tier), the pod.
 type world struct {
-	cfg       Config
-	r         *rand.Rand
-	p         *Pipeline
-	f         *faults
-	table     durable.Tier   // through the faults: what the pods use
-	truth     durable.Tier   // the same tier, no faults: what the checks read
-	ice       *iceberg.Table // the coverage table through the faults: the tier itself, or the replica
-	iceTruth  *iceberg.Table // the same table, no faults
-	replica   bool           // the table is the object tier's replica
-	closeDirs []func() error // the object tier's directories
-	pod       *pod
-	pods      int
-	down      map[string]bool // sinks in an outage
-	res       Result
-	step      int
-	trace     []string
+	cfg      Config
+	r        *rand.Rand
+	p        *Pipeline
+	f        *faults
+	table    durable.Tier   // through the faults: what the pods use
+	truth    durable.Tier   // the same tier, no faults: what the checks read
+	ice      *iceberg.Table // the coverage table through the faults: the tier itself, or the replica
+	iceTruth *iceberg.Table // the same table, no faults
+	replica  bool           // the table is the replica of the primary (the object or PostgreSQL tier)
+	closers  []func() error // the primary's resources, closed last first
+	pod      *pod
+	pods     int
+	down     map[string]bool // sinks in an outage
+	res      Result
+	step     int
+	trace    []string
 }
 
 // Run runs one simulation. A failed invariant is a *Failure naming the seed;
 // other errors are the simulation's own (a catalog that cannot be opened).
-func Run(ctx context.Context, cfg Config) (Result, error) {
+func Run(ctx context.Context, cfg Config) (_ Result, err error) {
 	if cfg.Steps == 0 {
 		cfg.Steps = 150
 	}
@@ -102,16 +108,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	switch cfg.Durable {
 	case "":
 		cfg.Durable = "iceberg"
-	case "iceberg", "object":
+	case "iceberg", "object", "postgres":
 	default:
-		return Result{}, fmt.Errorf("sim: Config.Durable %q: want iceberg or object", cfg.Durable)
+		return Result{}, fmt.Errorf("sim: Config.Durable %q: want iceberg, object or postgres", cfg.Durable)
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
 	w := &world{cfg: cfg, r: r, p: NewPipeline("orders", 1+int32(r.IntN(2)), "lake", "warehouse", "search"),
 		f: newFaults(cfg.Seed, drawRates(r)), down: map[string]bool{},
 		res: Result{Ops: map[string]int{}, Durable: cfg.Durable}}
-	if cfg.Durable == "object" {
+	switch cfg.Durable {
+	case "object":
 		drawObjectRates(cfg.Seed, &w.f.rates)
+	case "postgres":
+		drawTierRates(cfg.Seed, &w.f.rates)
 	}
 	for _, s := range append(w.p.Sinks, w.p.Raw) {
 		rate := w.f.rates.SinkWrite
@@ -121,11 +130,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		name := s.Name
 		s.Down = func() bool { return w.down[name] || w.f.sim(w.r, name+" write refused", rate) }
 	}
+	defer func() {
+		// A schema left behind is the simulation's own failure.
+		if cerr := w.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("sim: closing the durable tier: %w", cerr)
+		}
+	}()
 	if err := w.open(ctx); err != nil {
 		return w.res, err
 	}
-	defer w.close()
-	err := w.run(ctx)
+	err = w.run(ctx)
 	w.res.Faults, w.res.Rates = w.f.Counts(), w.f.rates
 	w.res.Steps = w.step
 	for part := range w.p.Partitions {
@@ -135,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 }
 
 // open opens the catalog, the table through the faults and without them,
-// the object tier if the run is on it, and the first pod.
+// the object or PostgreSQL tier if the run is on one, and the first pod.
 func (w *world) open(ctx context.Context) error {
 	props, err := iceberg.EmbeddedProps(filepath.Join(w.cfg.Dir, "catalog"))
 	if err != nil {
@@ -154,25 +168,31 @@ func (w *world) open(ctx context.Context) error {
 	if w.ice, err = iceberg.Open(ctx, faulty, opts); err != nil {
 		return err
 	}
-	w.iceTruth, w.replica = truth, w.cfg.Durable == "object"
-	if w.replica {
-		if err := w.openObject(ctx); err != nil {
-			return err
-		}
-	} else {
+	w.iceTruth, w.replica = truth, w.cfg.Durable != "iceberg"
+	switch w.cfg.Durable {
+	case "object":
+		err = w.openObject(ctx)
+	case "postgres":
+		err = w.openPostgres(ctx)
+	default:
 		w.table, w.truth = w.ice, truth
+	}
+	if err != nil {
+		return err
 	}
 	w.f.set(true)
 	return w.newPod(ctx)
 }
 
-func (w *world) close() {
+func (w *world) close() error {
 	if w.pod != nil {
 		w.pod.kill()
 	}
-	for _, c := range w.closeDirs {
-		_ = c()
+	var errs []error
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		errs = append(errs, w.closers[i]())
 	}
+	return errors.Join(errs...)
 }
 
 // run is the random steps with faults on, then recovery to quiescence with
@@ -204,8 +224,8 @@ func (w *world) randomStep(ctx context.Context) error {
 		name   string
 		run    func(context.Context) error
 	}
-	// The table is compacted where it is the tier; where it is the object
-	// tier's replica it is mostly replicated into, and compacted less.
+	// The table is compacted where it is the tier; where it is the
+	// primary's replica it is mostly replicated into, and compacted less.
 	compact, replicate := 3, 0
 	if w.replica {
 		compact, replicate = 1, 3
