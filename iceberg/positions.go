@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,12 +27,9 @@ const PositionsTableName = "positions"
 // position is one append commit, reads are scans. Broker-managed and
 // unknown sources are refused before anything is written.
 type Positions struct {
-	table   *Table
-	writer  string
-	regimes map[string]coverage.Regime
-
-	mu     sync.Mutex
-	closed bool
+	table  *Table
+	writer string
+	gate   *coverage.PositionGate
 }
 
 var _ coverage.PositionStore = (*Positions)(nil)
@@ -40,7 +37,7 @@ var _ coverage.PositionStore = (*Positions)(nil)
 // OpenPositions opens (or creates) the positions table named name (zero
 // value: PositionsTableName) in opts.Namespace, for the configured sources.
 func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name, writer string, sources ...coverage.Source) (*Positions, error) {
-	regimes, err := coverage.SourceRegimes(sources)
+	gate, err := coverage.NewPositionGate(sources)
 	if err != nil {
 		return nil, err
 	}
@@ -51,37 +48,19 @@ func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name,
 	if err != nil {
 		return nil, err
 	}
-	return &Positions{table: t, writer: writer, regimes: regimes}, nil
+	return &Positions{table: t, writer: writer, gate: gate}, nil
 }
 
 // Table is the underlying table.
 func (p *Positions) Table() *Table { return p.table }
 
-func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
-	if err := coverage.CheckPositionCall(ctx, p.regimes, op, source, partition); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return coverage.NewError(op, coverage.Destination{Topic: source, Partition: partition}, coverage.Range{}, coverage.ErrClosed)
-	}
-	return nil
-}
-
 // SavePosition implements coverage.PositionStore with one append commit.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
-	if err := p.check(ctx, "save position", pos.Source, pos.Partition); err != nil {
+	// The cursor is a binary column: no bound beyond the gate's.
+	if err := p.gate.CheckSave(ctx, pos, math.MaxInt); err != nil {
 		return err
 	}
 	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	if err := pos.Validate(); err != nil {
-		return coverage.NewError("save position", dest, coverage.Range{}, err)
-	}
-	if pos.Batch > MaxBatchEnd {
-		return coverage.NewError("save position", dest, coverage.Range{},
-			fmt.Errorf("%w: batch %d does not fit the table's long column", coverage.ErrInvalidPosition, pos.Batch))
-	}
 	name := p.writer + "/position/" + rand.Text() // fresh: never looked up
 	st := stamp{name: name, writer: p.writer, payload: durable.Digest("position", p.writer, nil, 1)}
 	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
@@ -125,7 +104,7 @@ func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, 
 
 // Positions implements coverage.PositionStore.
 func (p *Positions) Positions(ctx context.Context, source string, partition int32) ([]coverage.Position, error) {
-	if err := p.check(ctx, "positions", source, partition); err != nil {
+	if err := p.gate.Check(ctx, "positions", source, partition); err != nil {
 		return nil, err
 	}
 	dest := coverage.Destination{Topic: source, Partition: partition}
@@ -165,8 +144,6 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 
 // Close implements coverage.PositionStore.
 func (p *Positions) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
+	p.gate.Close()
 	return nil
 }

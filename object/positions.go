@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -49,11 +48,8 @@ func positionsKey(prefix, source string) string {
 // Positions is safe for concurrent use, and any number of them, in any
 // number of processes, may share one Blobs location.
 type Positions struct {
-	store   *Store // for its options, reads and backoff; never writes a sink
-	regimes map[string]coverage.Regime
-
-	mu     sync.Mutex
-	closed bool
+	store *Store // for its options, reads and backoff; never writes a sink
+	gate  *coverage.PositionGate
 }
 
 var _ coverage.PositionStore = (*Positions)(nil)
@@ -62,7 +58,7 @@ var _ coverage.PositionStore = (*Positions)(nil)
 // sources. Every source needs a name and a regime, and names must be
 // unique; only Stored sources' positions are kept. It does no I/O.
 func OpenPositions(ctx context.Context, opts Options, sources ...coverage.Source) (*Positions, error) {
-	regimes, err := coverage.SourceRegimes(sources)
+	gate, err := coverage.NewPositionGate(sources)
 	if err != nil {
 		return nil, err
 	}
@@ -70,44 +66,19 @@ func OpenPositions(ctx context.Context, opts Options, sources ...coverage.Source
 	if err != nil {
 		return nil, err
 	}
-	return &Positions{store: s, regimes: regimes}, nil
+	return &Positions{store: s, gate: gate}, nil
 }
 
 // Name names the location: the Blobs location and the prefix.
 func (p *Positions) Name() string { return p.store.Name() }
 
-// check refuses a call on a cancelled context, for a source whose
-// positions are not kept here, or after Close, before any I/O.
-func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
-	if err := coverage.CheckPositionCall(ctx, p.regimes, op, source, partition); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return coverage.NewError(op, coverage.Destination{Topic: source, Partition: partition}, coverage.Range{}, coverage.ErrClosed)
-	}
-	return nil
-}
-
 // SavePosition implements coverage.PositionStore.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
 	const op = "save position"
-	if err := p.check(ctx, op, pos.Source, pos.Partition); err != nil {
+	if err := p.gate.CheckSave(ctx, pos, MaxCursorLen); err != nil {
 		return err
 	}
 	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	if err := pos.Validate(); err != nil {
-		return coverage.NewError(op, dest, coverage.Range{}, err)
-	}
-	switch {
-	case len(pos.Cursor) > MaxCursorLen:
-		return coverage.NewError(op, dest, coverage.Range{},
-			fmt.Errorf("%w: cursor of %d bytes, past %d", coverage.ErrInvalidPosition, len(pos.Cursor), MaxCursorLen))
-	case pos.Batch > coverage.MaxBatchEnd:
-		return coverage.NewError(op, dest, coverage.Range{},
-			fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
-	}
 	return coverage.NewError(op, dest, coverage.Range{}, p.write(ctx, pos))
 }
 
@@ -218,7 +189,7 @@ func prune(ps []coverage.Position) int {
 // source's partition, ordered by coverage.ComparePositions.
 func (p *Positions) Positions(ctx context.Context, source string, partition int32) ([]coverage.Position, error) {
 	const op = "positions"
-	if err := p.check(ctx, op, source, partition); err != nil {
+	if err := p.gate.Check(ctx, op, source, partition); err != nil {
 		return nil, err
 	}
 	dest := coverage.Destination{Topic: source, Partition: partition}
@@ -244,8 +215,6 @@ func (p *Positions) Stats() Stats { return p.store.Stats() }
 // Close implements coverage.PositionStore. It does not close the Blobs,
 // which the caller opened and may share with a Store.
 func (p *Positions) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
+	p.gate.Close()
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,12 +41,9 @@ const (
 // Positions is safe for concurrent use, and any number of them, in any
 // number of processes, may share one schema.
 type Positions struct {
-	tier    *Tier
-	regimes map[string]coverage.Regime
-	table   string
-
-	mu     sync.Mutex
-	closed bool
+	tier  *Tier
+	gate  *coverage.PositionGate
+	table string
 }
 
 var _ coverage.PositionStore = (*Positions)(nil)
@@ -57,7 +53,7 @@ var _ coverage.PositionStore = (*Positions)(nil)
 // source needs a name and a regime, and names must be unique; only Stored
 // sources' positions are kept.
 func OpenPositions(ctx context.Context, opts Options, sources ...coverage.Source) (*Positions, error) {
-	regimes, err := coverage.SourceRegimes(sources)
+	gate, err := coverage.NewPositionGate(sources)
 	if err != nil {
 		return nil, err
 	}
@@ -65,25 +61,11 @@ func OpenPositions(ctx context.Context, opts Options, sources ...coverage.Source
 	if err != nil {
 		return nil, err
 	}
-	return &Positions{tier: t, regimes: regimes, table: pgx.Identifier{t.opts.Schema, "positions"}.Sanitize()}, nil
+	return &Positions{tier: t, gate: gate, table: pgx.Identifier{t.opts.Schema, "positions"}.Sanitize()}, nil
 }
 
 // Name names the location: server, database and schema.
 func (p *Positions) Name() string { return p.tier.Name() }
-
-// check refuses a call on a cancelled context, for a source whose
-// positions are not kept here, or after Close, before any I/O.
-func (p *Positions) check(ctx context.Context, op, source string, partition int32) error {
-	if err := coverage.CheckPositionCall(ctx, p.regimes, op, source, partition); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return coverage.NewError(op, coverage.Destination{Topic: source, Partition: partition}, coverage.Range{}, coverage.ErrClosed)
-	}
-	return nil
-}
 
 // SavePosition implements coverage.PositionStore.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
@@ -106,26 +88,14 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 // keep (a source not configured as stored, a closed store) or cannot
 // hold.
 func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) error {
-	const op = "save position"
-	if err := p.check(ctx, op, pos.Source, pos.Partition); err != nil {
+	if err := p.gate.CheckSave(ctx, pos, MaxCursorLen); err != nil {
 		return err
 	}
-	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	if err := pos.Validate(); err != nil {
-		return coverage.NewError(op, dest, coverage.Range{}, err)
-	}
-	switch {
-	case len(pos.Cursor) > MaxCursorLen:
-		return coverage.NewError(op, dest, coverage.Range{},
-			fmt.Errorf("%w: cursor of %d bytes, past %d", coverage.ErrInvalidPosition, len(pos.Cursor), MaxCursorLen))
-	case strings.IndexByte(pos.Source, 0) >= 0:
+	if strings.IndexByte(pos.Source, 0) >= 0 {
 		// Refused here, not by the server: a save in a checkpoint's
 		// transaction would fail the checkpoint, and every one after it.
-		return coverage.NewError(op, dest, coverage.Range{},
+		return coverage.NewError("save position", coverage.Destination{Topic: pos.Source, Partition: pos.Partition}, coverage.Range{},
 			fmt.Errorf("%w: source name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidPosition, pos.Source))
-	case pos.Batch > coverage.MaxBatchEnd:
-		return coverage.NewError(op, dest, coverage.Range{},
-			fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
 	}
 	return nil
 }
@@ -199,7 +169,7 @@ func (p *Positions) AppendWithPositions(ctx context.Context, t durable.Tier, c d
 // as bytes.Compare does).
 func (p *Positions) Positions(ctx context.Context, source string, partition int32) ([]coverage.Position, error) {
 	const op = "positions"
-	if err := p.check(ctx, op, source, partition); err != nil {
+	if err := p.gate.Check(ctx, op, source, partition); err != nil {
 		return nil, err
 	}
 	dest := coverage.Destination{Topic: source, Partition: partition}
@@ -239,10 +209,7 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 // Close implements coverage.PositionStore: later calls fail with
 // coverage.ErrClosed. It closes the pool if OpenPositions opened it.
 func (p *Positions) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.closed {
-		p.closed = true
+	if p.gate.Close() {
 		p.tier.Close()
 	}
 	return nil
