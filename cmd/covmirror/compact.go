@@ -33,7 +33,8 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
 	maintain.EnsureDefaults()
 	if err := maintain.Validate(); err != nil {
-		return usageError{fmt.Errorf("compact: %w", err)}
+		// Negative values were refused above: only the orphan age is left.
+		return usageError{fmt.Errorf("compact: --orphan-older-than: %w", err)}
 	}
 	table, err := g.openTable(ctx)
 	if err != nil {
