@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	ice "github.com/apache/iceberg-go"
 
@@ -151,4 +152,27 @@ func randomName() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ReplicateEvery replicates primary into table now and then once per every
+// until ctx ends: the mirror job of `covmirror mirror --every` and `serve
+// --mirror-every`. A failed run is logged and the table lags until the
+// next one; it never stops the job.
+func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Table, every time.Duration, opts ReplicateOptions) {
+	opts.EnsureDefaults()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res, err := Replicate(ctx, primary, table, opts)
+		if err != nil && ctx.Err() == nil {
+			opts.Logger.Warn("mirroring the primary into the coverage table failed; the table lags until the next run", "primary", primary.Name(), "table", table.Name(), "err", err)
+		} else if err == nil {
+			opts.Logger.Debug("mirrored", "sinks", res.Sinks, "replaced", res.Replaced)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"time"
 
@@ -40,29 +39,16 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	for {
-		start := time.Now()
-		if err := compactOnce(ctx, g, table, maintain, *asJSON); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped between steps
-			}
-			if *every == 0 {
-				return explainWriteFailure(ctx, table, err)
-			}
-			g.logger.Error("compaction failed; next run on schedule", "err", err)
+	if *every == 0 {
+		if err := compactOnce(ctx, g, table, maintain, *asJSON); err != nil && ctx.Err() == nil {
+			return explainWriteFailure(ctx, table, err)
 		}
-		if *every == 0 {
-			return nil
-		}
-		wait := time.Until(compaction.NextRun(start, *every, *jitter, rand.Float64()))
-		timer := time.NewTimer(max(wait, 0))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
+		return nil
 	}
+	compaction.RunEvery(ctx, *every, *jitter, g.logger, func(ctx context.Context) error {
+		return compactOnce(ctx, g, table, maintain, *asJSON)
+	})
+	return nil // until SIGTERM
 }
 
 // compactRun is one run's summary, one JSON line with --json.

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -35,7 +32,7 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *every > 0 {
-		replicateEvery(ctx, g, tier, table, *every)
+		mirror.ReplicateEvery(ctx, tier, table, *every, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
 		return nil
 	}
 	res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
@@ -54,24 +51,4 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 	}
 	fmt.Fprintln(g.stdout)
 	return nil
-}
-
-// replicateEvery mirrors the primary into the table once per interval
-// until ctx ends; a failed run is logged and the next one tries again.
-func replicateEvery(ctx context.Context, g *globals, tier durable.Tier, table *iceberg.Table, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
-		if err != nil && ctx.Err() == nil {
-			g.logger.Warn("mirroring the primary into the coverage table failed; the table lags until the next run", "primary", tier.Name(), "table", table.Name(), "err", err)
-		} else if err == nil {
-			g.logger.Debug("mirrored", "sinks", res.Sinks, "replaced", res.Replaced)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

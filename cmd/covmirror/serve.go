@@ -96,7 +96,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
 	if !g.primaryIsTable() && *mirrorEvery > 0 {
-		go replicateEvery(ctx, g, tier, table, *mirrorEvery) // until SIGTERM
+		go mirror.ReplicateEvery(ctx, tier, table, *mirrorEvery, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}) // until SIGTERM
 	}
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight

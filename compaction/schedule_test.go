@@ -1,0 +1,34 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRunEveryGoesOnAfterFailures: a scheduled job runs again after a
+// failed run, and stops when its context ends, mid-wait or mid-run.
+func TestRunEveryGoesOnAfterFailures(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var runs atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunEvery(ctx, time.Millisecond, 0.5, nil, func(context.Context) error {
+			if runs.Add(1) >= 5 {
+				cancel()
+			}
+			return errors.New("every run fails")
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("RunEvery did not return after its context ended")
+	}
+	if n := runs.Load(); n != 5 {
+		t.Fatalf("%d runs, want 5: a failed run must not stop the schedule, and a cancelled one must", n)
+	}
+}
