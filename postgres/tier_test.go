@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
 	"github.com/covmirror/covmirror/durable"
@@ -250,9 +252,10 @@ func TestOptions(t *testing.T) {
 }
 
 // TestSerializationFailuresRetried: with every transaction SERIALIZABLE
-// (as a server's default_transaction_isolation may make it), concurrent
-// appends to one row fail with 40001; Append runs them again, and the
-// union is exact.
+// (as a server's default_transaction_isolation may make it) and the server
+// aborting every third checkpoint transaction with 40001 (a trigger: plain
+// appends insert distinct rows and rarely conflict on their own), Append
+// runs them again, and the union is exact.
 func TestSerializationFailuresRetried(t *testing.T) {
 	schema := freshSchema(t)
 	url := catalogtest.PostgresURL()
@@ -265,6 +268,17 @@ func TestSerializationFailuresRetried(t *testing.T) {
 	m := model{}
 	var wg sync.WaitGroup
 	var tiers []*Tier
+	openTier(t, schema) // the tables, for the trigger
+	q := pgx.Identifier{schema}.Sanitize()
+	exec(t, "CREATE SEQUENCE "+q+".aborts")
+	exec(t, `CREATE FUNCTION `+q+`.abort_some() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('`+schema+`.aborts') % 3 = 0 THEN
+				RAISE EXCEPTION 'injected serialization failure' USING ERRCODE = '40001';
+			END IF;
+			RETURN NEW;
+		END $$`)
+	exec(t, "CREATE TRIGGER abort_some BEFORE INSERT ON "+q+".checkpoints FOR EACH ROW EXECUTE FUNCTION "+q+".abort_some()")
 	for w := range 4 {
 		tier, err := Open(ctx, Options{URL: url, Schema: schema, MaxAttempts: 200, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 		if err != nil {
