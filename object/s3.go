@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -53,11 +54,35 @@ type S3Blobs struct {
 	prefix string
 }
 
+// EnsureDefaults adds the "/" a non-empty Prefix needs. The other zero
+// values are resolved by the AWS default chain when the client is made.
+func (o *S3Options) EnsureDefaults() {
+	if o.Prefix != "" && !strings.HasSuffix(o.Prefix, "/") {
+		o.Prefix += "/"
+	}
+}
+
+// Validate reports options no client can be made of: a missing bucket, or
+// an endpoint that is not an absolute http(s) URL.
+func (o *S3Options) Validate() error {
+	if o.Bucket == "" {
+		return errors.New("object: S3 needs a bucket")
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("object: S3 endpoint %q is not an http:// or https:// URL with a host", o.Endpoint)
+		}
+	}
+	return nil
+}
+
 // NewS3Blobs returns S3Blobs for opts, with credentials from the AWS
 // default chain. It does not contact the store; CheckStore does.
 func NewS3Blobs(ctx context.Context, opts S3Options) (*S3Blobs, error) {
-	if opts.Bucket == "" {
-		return nil, errors.New("object: S3 needs a bucket")
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	var load []func(*config.LoadOptions) error
 	if opts.Region != "" {
@@ -83,11 +108,7 @@ func NewS3Blobs(ctx context.Context, opts S3Options) (*S3Blobs, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	prefix := opts.Prefix
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	return &S3Blobs{client: client, bucket: opts.Bucket, prefix: prefix}, nil
+	return &S3Blobs{client: client, bucket: opts.Bucket, prefix: opts.Prefix}, nil
 }
 
 // Name is the s3:// URL of the bucket and prefix.

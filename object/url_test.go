@@ -93,3 +93,18 @@ func TestOpenBlobs(t *testing.T) {
 		t.Fatal("a relative file URL opened")
 	}
 }
+
+// TestS3OptionsValidate: a bucket is required and an endpoint must be an
+// http(s) URL with a host; a prefix gets its trailing slash.
+func TestS3OptionsValidate(t *testing.T) {
+	for _, o := range []S3Options{{}, {Bucket: "b", Endpoint: "seaweed:8333"}, {Bucket: "b", Endpoint: "ftp://x"}, {Bucket: "b", Endpoint: "http://"}} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v: accepted", o)
+		}
+	}
+	o := S3Options{Bucket: "b", Prefix: "coverage", Endpoint: "http://127.0.0.1:8333"}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil || o.Prefix != "coverage/" {
+		t.Fatalf("%+v: %v", o, err)
+	}
+}

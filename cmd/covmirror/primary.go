@@ -79,10 +79,17 @@ func (g *globals) openBlobs(ctx context.Context) (object.Blobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := object.ParseURL(u); err != nil {
+	loc, err := object.ParseURL(u)
+	if err != nil {
 		return nil, usageError{fmt.Errorf("object.url: %w", err)} // a malformed setting
 	}
-	b, err := object.OpenBlobs(ctx, u, object.S3Options{Endpoint: g.object.endpoint, Region: g.object.region, ForcePathStyle: g.object.forcePathStyle})
+	s3 := object.S3Options{Bucket: loc.Bucket, Prefix: loc.Prefix, Endpoint: g.object.endpoint, Region: g.object.region, ForcePathStyle: g.object.forcePathStyle}
+	if loc.Scheme == "s3" {
+		if err := s3.Validate(); err != nil {
+			return nil, usageError{fmt.Errorf("object.s3.endpoint: %w", err)}
+		}
+	}
+	b, err := object.OpenBlobs(ctx, u, s3)
 	if err != nil {
 		return nil, fmt.Errorf("object.url: %w", err) // a well-formed one that cannot be opened: a failure
 	}
