@@ -26,9 +26,10 @@ type Destination struct {
 }
 
 // Validate reports ErrInvalidDestination for an empty, overlong or non-UTF-8
-// sink or topic name, a sink name with a control character, or a negative
-// partition. Sink names are configured identifiers, and the durable table
-// uses them in file paths; topic names may hold any UTF-8.
+// sink or topic name, a sink name with a control character, a topic name
+// with a NUL byte, or a negative partition. Sink names are configured
+// identifiers, and the durable table uses them in file paths; topic names
+// may hold any other UTF-8.
 func (d Destination) Validate() error {
 	if err := validateName("sink", d.Sink); err != nil {
 		return err
@@ -38,6 +39,12 @@ func (d Destination) Validate() error {
 	}
 	if err := validateName("topic", d.Topic); err != nil {
 		return err
+	}
+	if i := strings.IndexByte(d.Topic, 0); i >= 0 {
+		// No broker allows one, and a tier keeping names as SQL text
+		// cannot hold one: a record the durable tier refuses would hold
+		// every later checkpoint back.
+		return fmt.Errorf("%w: topic name %q has a NUL byte at byte %d", ErrInvalidDestination, d.Topic, i)
 	}
 	if d.Partition < 0 {
 		return fmt.Errorf("%w: partition %d is negative", ErrInvalidDestination, d.Partition)

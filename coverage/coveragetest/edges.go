@@ -35,6 +35,7 @@ func testBadInput(t *testing.T, h Harness) {
 		{"negative partition", coverage.Destination{Sink: "sink", Topic: "orders", Partition: -1}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
 		{"non-UTF-8 topic", coverage.Destination{Sink: "sink", Topic: "\xff"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
 		{"control character in sink", coverage.Destination{Sink: "a\x00b", Topic: "t"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
+		{"NUL in topic", coverage.Destination{Sink: "a", Topic: "t\x00u"}, coverage.Range{Start: 1, End: 2}, coverage.ErrInvalidDestination},
 	}
 	for _, c := range cases {
 		err := s.Record(ctx, c.d, c.r)
@@ -61,7 +62,7 @@ func testDestinations(t *testing.T, h Harness) {
 	}
 	// Names that a careless key encoding would confuse.
 	want := []coverage.Destination{
-		{Sink: "a", Topic: "b\x00c", Partition: 0},
+		{Sink: "a", Topic: "b\x01c", Partition: 0},
 		{Sink: "a", Topic: "bc", Partition: 0},
 		{Sink: "ab", Topic: "c", Partition: 0},
 		{Sink: "raw", Topic: "orders", Partition: 2},
