@@ -94,6 +94,14 @@ func NewError(op string, d Destination, r Range, err error) error {
 // checkpointed; it is refused at the door instead, by every backend alike.
 const MaxBatchEnd = 1<<63 - 1
 
+// StoreError is NewError for an operation on the whole store: no
+// destination, no range.
+func StoreError(op string, err error) error { return NewError(op, Destination{}, Range{}, err) }
+
+// DestinationError is NewError for an operation on one destination as a
+// whole: no range.
+func DestinationError(op string, d Destination, err error) error { return NewError(op, d, Range{}, err) }
+
 // ValidateRecord checks what Store.Record is given, as every backend must
 // before it changes anything: a valid destination and a valid range ending
 // at most at MaxBatchEnd.

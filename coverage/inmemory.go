@@ -48,16 +48,16 @@ func (m *InMemory) Record(ctx context.Context, d Destination, r Range) error {
 // Covered implements Store.
 func (m *InMemory) Covered(ctx context.Context, d Destination) (RangeSet, error) {
 	if err := d.Validate(); err != nil {
-		return RangeSet{}, NewError("covered", d, Range{}, err)
+		return RangeSet{}, DestinationError("covered", d, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return RangeSet{}, NewError("covered", d, Range{}, err)
+		return RangeSet{}, DestinationError("covered", d, err)
 	}
 	// Clone marks the set shared, a write: take the lock exclusively.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return RangeSet{}, NewError("covered", d, Range{}, ErrClosed)
+		return RangeSet{}, DestinationError("covered", d, ErrClosed)
 	}
 	if set := m.sets[d]; set != nil {
 		return set.Clone(), nil
@@ -68,12 +68,12 @@ func (m *InMemory) Covered(ctx context.Context, d Destination) (RangeSet, error)
 // Destinations implements Store.
 func (m *InMemory) Destinations(ctx context.Context) ([]Destination, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, NewError("destinations", Destination{}, Range{}, err)
+		return nil, StoreError("destinations", err)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return nil, NewError("destinations", Destination{}, Range{}, ErrClosed)
+		return nil, StoreError("destinations", ErrClosed)
 	}
 	return slices.SortedFunc(maps.Keys(m.sets), Destination.Compare), nil
 }

@@ -41,11 +41,10 @@ func SourceRegimes(sources []Source) (map[string]Regime, error) {
 	regimes := make(map[string]Regime, len(sources))
 	for _, s := range sources {
 		if err := s.Validate(); err != nil {
-			return nil, NewError("configure sources", Destination{}, Range{}, err)
+			return nil, StoreError("configure sources", err)
 		}
 		if _, dup := regimes[s.Name]; dup {
-			return nil, NewError("configure sources", Destination{}, Range{},
-				fmt.Errorf("%w: source %q is declared twice", ErrInvalidPosition, s.Name))
+			return nil, StoreError("configure sources", fmt.Errorf("%w: source %q is declared twice", ErrInvalidPosition, s.Name))
 		}
 		regimes[s.Name] = s.Regime
 	}
@@ -78,12 +77,12 @@ func (m *InMemoryPositions) SavePosition(ctx context.Context, p Position) error 
 		return err
 	}
 	if err := p.Validate(); err != nil {
-		return NewError("save position", positionDest(p.Source, p.Partition), Range{}, err)
+		return DestinationError("save position", positionDest(p.Source, p.Partition), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return NewError("save position", positionDest(p.Source, p.Partition), Range{}, ErrClosed)
+		return DestinationError("save position", positionDest(p.Source, p.Partition), ErrClosed)
 	}
 	p.Cursor = slices.Clone(p.Cursor)
 	key := positionKey{p.Source, p.Partition}
@@ -103,7 +102,7 @@ func (m *InMemoryPositions) Positions(ctx context.Context, source string, partit
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, NewError("positions", positionDest(source, partition), Range{}, ErrClosed)
+		return nil, DestinationError("positions", positionDest(source, partition), ErrClosed)
 	}
 	list := m.positions[positionKey{source, partition}]
 	out := make([]Position, len(list))
@@ -123,10 +122,10 @@ func (m *InMemoryPositions) check(ctx context.Context, op, source string, partit
 // error is an *Error naming op and the source's partition.
 func CheckPositionCall(ctx context.Context, regimes map[string]Regime, op, source string, partition int32) error {
 	if err := ctx.Err(); err != nil {
-		return NewError(op, positionDest(source, partition), Range{}, err)
+		return DestinationError(op, positionDest(source, partition), err)
 	}
 	if err := CheckStoredSource(regimes, source); err != nil {
-		return NewError(op, positionDest(source, partition), Range{}, err)
+		return DestinationError(op, positionDest(source, partition), err)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (g *PositionGate) Check(ctx context.Context, op, source string, partition i
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return NewError(op, positionDest(source, partition), Range{}, ErrClosed)
+		return DestinationError(op, positionDest(source, partition), ErrClosed)
 	}
 	return nil
 }
@@ -51,13 +51,13 @@ func (g *PositionGate) CheckSave(ctx context.Context, pos Position, maxCursor in
 	}
 	dest := positionDest(pos.Source, pos.Partition)
 	if err := pos.Validate(); err != nil {
-		return NewError(op, dest, Range{}, err)
+		return DestinationError(op, dest, err)
 	}
 	switch {
 	case len(pos.Cursor) > maxCursor:
-		return NewError(op, dest, Range{}, fmt.Errorf("%w: cursor of %d bytes, past %d", ErrInvalidPosition, len(pos.Cursor), maxCursor))
+		return DestinationError(op, dest, fmt.Errorf("%w: cursor of %d bytes, past %d", ErrInvalidPosition, len(pos.Cursor), maxCursor))
 	case pos.Batch > MaxBatchEnd:
-		return NewError(op, dest, Range{}, fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", ErrInvalidPosition, pos.Batch, uint64(MaxBatchEnd)))
+		return DestinationError(op, dest, fmt.Errorf("%w: batch %d past %d: no coverage range reaches it", ErrInvalidPosition, pos.Batch, uint64(MaxBatchEnd)))
 	}
 	return nil
 }

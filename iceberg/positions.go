@@ -66,7 +66,7 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return positionRecord(schema, pos, p.writer, time.Now())
 	})
-	return coverage.NewError("save position", dest, coverage.Range{}, err)
+	return coverage.DestinationError("save position", dest, err)
 }
 
 func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, now time.Time) (arrow.RecordBatch, error) {
@@ -110,7 +110,7 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 	dest := coverage.Destination{Topic: source, Partition: partition}
 	tbl, err := p.table.Load(ctx)
 	if err != nil {
-		return nil, coverage.NewError("positions", dest, coverage.Range{}, err)
+		return nil, coverage.DestinationError("positions", dest, err)
 	}
 	out := []coverage.Position{}
 	if tbl.CurrentSnapshot() == nil {
@@ -120,11 +120,11 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 		ice.NewAnd(ice.EqualTo(ice.Reference(ColSource), source), ice.EqualTo(ice.Reference(ColPartition), partition)))
 	_, records, err := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(ColCursor, ColBatch)).ToArrowRecords(ctx)
 	if err != nil {
-		return nil, coverage.NewError("positions", dest, coverage.Range{}, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
+		return nil, coverage.DestinationError("positions", dest, fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
 	}
 	for rec, err := range records {
 		if err != nil {
-			return nil, coverage.NewError("positions", dest, coverage.Range{}, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
+			return nil, coverage.DestinationError("positions", dest, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, p.table.Name(), err))
 		}
 		cursors, okC := rec.Column(int(rec.Schema().FieldIndices(ColCursor)[0])).(*array.Binary)
 		batches, okB := rec.Column(int(rec.Schema().FieldIndices(ColBatch)[0])).(*array.Int64)

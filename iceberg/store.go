@@ -84,14 +84,14 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 // Covered implements coverage.Store.
 func (s *Store) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {
 	if err := d.Validate(); err != nil {
-		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, err)
+		return coverage.RangeSet{}, coverage.DestinationError("covered", d, err)
 	}
 	if err := s.check(ctx, "covered", d, coverage.Range{}); err != nil {
 		return coverage.RangeSet{}, err
 	}
 	all, err := s.table.Coverage(ctx, Filter{Sink: d.Sink, Topic: d.Topic, Partition: &d.Partition})
 	if err != nil {
-		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, err)
+		return coverage.RangeSet{}, coverage.DestinationError("covered", d, err)
 	}
 	if set := all[d]; set != nil {
 		return *set, nil
@@ -106,7 +106,7 @@ func (s *Store) Destinations(ctx context.Context) ([]coverage.Destination, error
 	}
 	all, err := s.table.Coverage(ctx, Filter{})
 	if err != nil {
-		return nil, coverage.NewError("destinations", coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError("destinations", err)
 	}
 	return slices.SortedFunc(maps.Keys(all), coverage.Destination.Compare), nil
 }

@@ -148,16 +148,16 @@ func (s *Store) loadCheckpointMeta() error {
 // sync cannot: a disk that lost synced writes or was restored from a copy.
 func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError("begin checkpoint", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.checkInvariantsLocked()
 	if s.closed {
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+		return nil, coverage.StoreError("begin checkpoint", coverage.ErrClosed)
 	}
 	if err := s.health.failed(); err != nil {
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError("begin checkpoint", err)
 	}
 	c := &s.ckpt
 	if c.inFlight != nil {
@@ -174,8 +174,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 			}
 			return cloneCheckpoint(c.inFlight), nil
 		}
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
+		return nil, coverage.StoreError("begin checkpoint", fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
 	}
 	sets := map[coverage.Destination]coverage.RangeSet{}
 	cp := &Checkpoint{ID: c.nextID, Store: c.store, Run: c.run, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
@@ -194,7 +193,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
 	if err := s.commitLocked(b, pebble.Sync); err != nil { // always synced: see above
-		return nil, coverage.NewError("begin checkpoint", coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError("begin checkpoint", err)
 	}
 	c.nextID = cp.ID + 1
 	c.inFlight, c.handed = cp, true
@@ -288,8 +287,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
 	if err := s.commitLocked(b, s.writeOpts); err != nil {
-		return coverage.NewError("commit checkpoint", coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
+		return coverage.StoreError("commit checkpoint", fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
 	}
 	for d, set := range marked {
 		st := s.dests[d]
@@ -316,7 +314,7 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	s.addStagedLocked(b)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
 	if err := s.commitLocked(b, s.writeOpts); err != nil {
-		return coverage.NewError("abort checkpoint", coverage.Destination{}, coverage.Range{}, err)
+		return coverage.StoreError("abort checkpoint", err)
 	}
 	for _, st := range s.dests {
 		if !st.inFlight.IsEmpty() {
@@ -330,10 +328,10 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 
 func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
 	if s.closed {
-		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+		return nil, coverage.StoreError(op, coverage.ErrClosed)
 	}
 	if err := s.health.failed(); err != nil {
-		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError(op, err)
 	}
 	in := s.ckpt.inFlight
 	if cp == nil || in == nil || in.ID != cp.ID || in.Store != cp.Store || in.Run != cp.Run {
@@ -345,8 +343,7 @@ func (s *Store) inFlightLocked(op string, cp *Checkpoint) (*Checkpoint, error) {
 		if cp != nil {
 			given = cp.Name()
 		}
-		return nil, coverage.NewError(op, coverage.Destination{}, coverage.Range{},
-			fmt.Errorf("%w: given %s, in flight %s", ErrUnknownCheckpoint, given, name))
+		return nil, coverage.StoreError(op, fmt.Errorf("%w: given %s, in flight %s", ErrUnknownCheckpoint, given, name))
 	}
 	return in, nil
 }

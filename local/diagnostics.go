@@ -61,12 +61,12 @@ type DestinationDiagnostics struct {
 // Diagnostics returns the store's diagnostics.
 func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 	if err := ctx.Err(); err != nil {
-		return Diagnostics{}, coverage.NewError("diagnostics", coverage.Destination{}, coverage.Range{}, err)
+		return Diagnostics{}, coverage.StoreError("diagnostics", err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return Diagnostics{}, coverage.NewError("diagnostics", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+		return Diagnostics{}, coverage.StoreError("diagnostics", coverage.ErrClosed)
 	}
 	now := s.opts.Now().UTC()
 	out := Diagnostics{Dir: s.opts.Dir, Reference: s.opts.Reference, At: now, LastCheckpointID: s.ckpt.lastID,

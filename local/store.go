@@ -285,16 +285,16 @@ func (s *Store) recordLocked(d coverage.Destination, r coverage.Range, now time.
 // Covered implements coverage.Store.
 func (s *Store) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {
 	if err := d.Validate(); err != nil {
-		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, err)
+		return coverage.RangeSet{}, coverage.DestinationError("covered", d, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, err)
+		return coverage.RangeSet{}, coverage.DestinationError("covered", d, err)
 	}
 	// Clone marks the set shared, a write: take the lock exclusively.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return coverage.RangeSet{}, coverage.NewError("covered", d, coverage.Range{}, coverage.ErrClosed)
+		return coverage.RangeSet{}, coverage.DestinationError("covered", d, coverage.ErrClosed)
 	}
 	if st := s.dests[d]; st != nil {
 		return st.covered.Clone(), nil
@@ -305,12 +305,12 @@ func (s *Store) Covered(ctx context.Context, d coverage.Destination) (coverage.R
 // Destinations implements coverage.Store.
 func (s *Store) Destinations(ctx context.Context) ([]coverage.Destination, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, coverage.NewError("destinations", coverage.Destination{}, coverage.Range{}, err)
+		return nil, coverage.StoreError("destinations", err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, coverage.NewError("destinations", coverage.Destination{}, coverage.Range{}, coverage.ErrClosed)
+		return nil, coverage.StoreError("destinations", coverage.ErrClosed)
 	}
 	return s.sortedDestinationsLocked(), nil
 }

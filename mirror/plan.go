@@ -113,7 +113,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	}
 	refDest := coverage.Destination{Sink: opts.Reference, Topic: topic, Partition: partition}
 	if err := refDest.Validate(); err != nil {
-		return nil, coverage.NewError("resume", refDest, coverage.Range{}, err)
+		return nil, coverage.DestinationError("resume", refDest, err)
 	}
 	all, err := t.Coverage(ctx, iceberg.Filter{Topic: topic, Partition: &partition})
 	if err != nil {
@@ -144,7 +144,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 		}
 		d := refDest.WithSink(sink)
 		if err := d.Validate(); err != nil {
-			return nil, coverage.NewError("resume", d, coverage.Range{}, err)
+			return nil, coverage.DestinationError("resume", d, err)
 		}
 		covered := all[d]
 		if covered == nil {
@@ -279,7 +279,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		ref := refs[tp]
 		d := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
 		if err := d.Validate(); err != nil {
-			return nil, coverage.NewError("plan", d, coverage.Range{}, err)
+			return nil, coverage.DestinationError("plan", d, err)
 		}
 		holes, err := referenceHoles(ref, hulls[tp], opts.SourceStarts[tp], opts.SourceAckedEnds[tp])
 		if err != nil {

@@ -75,17 +75,16 @@ func (b *positionBuffer) take() []coverage.Position {
 func (m *Mirror) SavePosition(ctx context.Context, pos coverage.Position) error {
 	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
 	if m.opts.Positions == nil {
-		return coverage.NewError("save position", dest, coverage.Range{}, ErrNoPositionStore)
+		return coverage.DestinationError("save position", dest, ErrNoPositionStore)
 	}
 	if err := ctx.Err(); err != nil {
-		return coverage.NewError("save position", dest, coverage.Range{}, err)
+		return coverage.DestinationError("save position", dest, err)
 	}
 	if err := pos.Validate(); err != nil {
-		return coverage.NewError("save position", dest, coverage.Range{}, err)
+		return coverage.DestinationError("save position", dest, err)
 	}
 	if pos.Batch > coverage.MaxBatchEnd {
-		return coverage.NewError("save position", dest, coverage.Range{},
-			fmt.Errorf("%w: batch %d is past %d", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
+		return coverage.DestinationError("save position", dest, fmt.Errorf("%w: batch %d is past %d", coverage.ErrInvalidPosition, pos.Batch, uint64(coverage.MaxBatchEnd)))
 	}
 	m.positions.put(pos)
 	return nil

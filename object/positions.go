@@ -79,7 +79,7 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 		return err
 	}
 	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	return coverage.NewError(op, dest, coverage.Range{}, p.write(ctx, pos))
+	return coverage.DestinationError(op, dest, p.write(ctx, pos))
 }
 
 // write adds pos to its source's object until a conditional write lands,
@@ -195,7 +195,7 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 	dest := coverage.Destination{Topic: source, Partition: partition}
 	o, _, err := p.read(ctx, positionsKey(p.store.opts.Prefix, source), source)
 	if err != nil {
-		return nil, coverage.NewError(op, dest, coverage.Range{}, err)
+		return nil, coverage.DestinationError(op, dest, err)
 	}
 	out := []coverage.Position{}
 	i, ok := slices.BinarySearchFunc(o.Partitions, partition, comparePartition)

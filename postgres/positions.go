@@ -79,7 +79,7 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 	})
 	if err != nil {
 		dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-		return coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+		return coverage.DestinationError(op, dest, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
 	}
 	return nil
 }
@@ -94,8 +94,7 @@ func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) er
 	if strings.IndexByte(pos.Source, 0) >= 0 {
 		// Refused here, not by the server: a save in a checkpoint's
 		// transaction would fail the checkpoint, and every one after it.
-		return coverage.NewError("save position", coverage.Destination{Topic: pos.Source, Partition: pos.Partition}, coverage.Range{},
-			fmt.Errorf("%w: source name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidPosition, pos.Source))
+		return coverage.DestinationError("save position", coverage.Destination{Topic: pos.Source, Partition: pos.Partition}, fmt.Errorf("%w: source name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidPosition, pos.Source))
 	}
 	return nil
 }
@@ -198,10 +197,10 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 		return rows.Err()
 	})
 	if errors.Is(err, coverage.ErrCorrupt) {
-		return nil, coverage.NewError(op, dest, coverage.Range{}, err)
+		return nil, coverage.DestinationError(op, dest, err)
 	}
 	if err != nil {
-		return nil, coverage.NewError(op, dest, coverage.Range{}, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+		return nil, coverage.DestinationError(op, dest, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
 	}
 	return out, nil
 }

@@ -116,8 +116,7 @@ func validateRanges(ranges []coverage.DestinationRanges) error {
 func refuseNUL(ranges []coverage.DestinationRanges) error {
 	for _, dr := range ranges {
 		if strings.IndexByte(dr.Destination.Topic, 0) >= 0 {
-			return coverage.NewError("record", dr.Destination, coverage.Range{},
-				fmt.Errorf("%w: topic name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidDestination, dr.Destination.Topic))
+			return coverage.DestinationError("record", dr.Destination, fmt.Errorf("%w: topic name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidDestination, dr.Destination.Topic))
 		}
 	}
 	return nil
