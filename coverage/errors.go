@@ -100,7 +100,9 @@ func StoreError(op string, err error) error { return NewError(op, Destination{},
 
 // DestinationError is NewError for an operation on one destination as a
 // whole: no range.
-func DestinationError(op string, d Destination, err error) error { return NewError(op, d, Range{}, err) }
+func DestinationError(op string, d Destination, err error) error {
+	return NewError(op, d, Range{}, err)
+}
 
 // ValidateRecord checks what Store.Record is given, as every backend must
 // before it changes anything: a valid destination and a valid range ending
