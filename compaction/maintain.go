@@ -6,8 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -76,17 +74,11 @@ func Maintain(ctx context.Context, t *iceberg.Table, o MaintainOptions) (Maintai
 		}
 		res.SnapshotsExpired = expired
 	}
-	tbl, err := t.Load(ctx)
-	if err != nil || tbl.CurrentSnapshot() == nil {
-		return res, err
-	}
-	cleaned, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(o.OrphanOlderThan), table.WithDryRun(o.DryRun))
+	orphans, err := t.DeleteOrphanFiles(ctx, o.OrphanOlderThan, o.DryRun)
 	if err != nil {
-		return res, fmt.Errorf("compaction: orphan cleanup of %s: %w", t.Name(), err)
+		return res, fmt.Errorf("compaction: %w", err)
 	}
-	res.OrphanFiles = len(cleaned.OrphanFileLocations)
-	res.OrphanBytes = cleaned.TotalSizeBytes
-	res.DeletedFiles = len(cleaned.DeletedFiles)
+	res.OrphanFiles, res.OrphanBytes, res.DeletedFiles = orphans.Files, orphans.Bytes, orphans.Deleted
 	return res, nil
 }
 

@@ -1,0 +1,34 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// OrphanResult is what DeleteOrphanFiles found and removed.
+type OrphanResult struct {
+	Files   int   // orphan files found (older than the age given)
+	Bytes   int64 // their size
+	Deleted int   // files deleted (none in a dry run)
+}
+
+// DeleteOrphanFiles deletes the files under the table's location that no
+// snapshot references and that are older than olderThan (left by killed
+// checkpoints and by compactions that lost a race), or with dryRun only
+// counts them. The age must exceed the longest commit in flight: a file
+// written for a commit not landed yet is not referenced either. A table
+// without a snapshot has nothing to clean.
+func (t *Table) DeleteOrphanFiles(ctx context.Context, olderThan time.Duration, dryRun bool) (OrphanResult, error) {
+	tbl, err := t.Load(ctx)
+	if err != nil || tbl.CurrentSnapshot() == nil {
+		return OrphanResult{}, err
+	}
+	cleaned, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(olderThan), table.WithDryRun(dryRun))
+	if err != nil {
+		return OrphanResult{}, fmt.Errorf("iceberg: orphan cleanup of %s: %w", t.Name(), err)
+	}
+	return OrphanResult{Files: len(cleaned.OrphanFileLocations), Bytes: cleaned.TotalSizeBytes, Deleted: len(cleaned.DeletedFiles)}, nil
+}
