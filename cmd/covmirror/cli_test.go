@@ -3,82 +3,80 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var update = flag.Bool("update", false, "rewrite the transcripts under testdata with the actual output")
-
-// TestTranscripts runs each testdata/*.txt transcript against a fresh state
-// directory. A transcript is a sequence of blocks:
+// TestTranscripts runs the datadriven transcripts under testdata (and
+// testdata/object), each file against a fresh state directory:
 //
-//	$ covmirror ARGS...      the command (global --state is added)
-//	expected stdout lines
-//	? N                      optional: the expected exit status (default 0)
-//	stderr: TEXT             optional: stderr must contain TEXT
+//	run                      or "run stderr": show stderr as well
+//	covmirror ARGS...        the command (--state and --writer are added)
+//	----
+//	stdout, then "? N" for a non-zero exit status and "error: MESSAGE"
 //
-// Regenerate expectations with: go test ./cmd/covmirror -run Transcripts -update
-// Transcripts named query*.txt run the DuckDB queries: a build without cgo
-// skips them.
+// What differs from run to run is written as a placeholder: the state
+// directory as $STATE and check-store's scratch prefix as SCRATCH. Log
+// lines are left out. A query block is skipped in a build without cgo.
+// Regenerate with: go test ./cmd/covmirror -run Transcripts -rewrite
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
+	more, _ := filepath.Glob("testdata/object/*.txt")
+	files = append(files, more...)
 	if len(files) == 0 {
 		t.Fatal("no transcripts under testdata")
 	}
 	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			if strings.HasPrefix(filepath.Base(file), "query") && !haveDuckDB {
-				t.Skip("built without cgo: no DuckDB for the canned queries")
-			}
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+		t.Run(strings.TrimPrefix(file, "testdata/"), func(t *testing.T) {
 			state := t.TempDir()
-			var out strings.Builder
-			for _, block := range splitBlocks(string(data)) {
-				if !strings.HasPrefix(block.command, "$ covmirror") {
-					out.WriteString(block.raw)
-					continue
+			normalize := func(s string) string {
+				return scratchKey.ReplaceAllString(strings.ReplaceAll(s, state, "$STATE"), "covmirror-check-store/SCRATCH/")
+			}
+			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+				if d.Cmd != "run" {
+					d.Fatalf(t, "unknown directive %q: use run", d.Cmd)
 				}
-				args := append([]string{"--state", state, "--writer", "test"}, shellWords(t, strings.TrimPrefix(block.command, "$ covmirror"))...)
+				line, ok := strings.CutPrefix(strings.TrimSpace(d.Input), "covmirror")
+				if !ok {
+					d.Fatalf(t, "the input is a covmirror command line, not %q", d.Input)
+				}
+				words := shellWords(t, line)
+				if !haveDuckDB && slices.Contains(words, "query") {
+					return d.Expected // no DuckDB in this build
+				}
 				var stdout, stderr bytes.Buffer
-				err := Run(context.Background(), args, &stdout, &stderr)
-				code := exitCode(err)
-				if err != nil && code != 0 {
-					stderr.WriteString(err.Error())
+				err := Run(context.Background(), append([]string{"--state", state, "--writer", "test"}, words...), &stdout, &stderr)
+				var out strings.Builder
+				out.WriteString(normalize(stdout.String()))
+				if code := exitCode(err); code != 0 {
+					fmt.Fprintf(&out, "? %d\nerror: %s\n", code, normalize(err.Error()))
 				}
-				got := block.command + "\n" + stdout.String()
-				if code != 0 {
-					got += "? " + strconv.Itoa(code) + "\n"
-				}
-				for _, want := range block.stderr {
-					got += "stderr: " + want + "\n"
-					if !strings.Contains(stderr.String(), want) {
-						t.Errorf("%s\nstderr %q lacks %q", block.command, stderr.String(), want)
+				if d.HasArg("stderr") {
+					for _, l := range strings.SplitAfter(normalize(stderr.String()), "\n") {
+						if l != "" && !strings.HasPrefix(l, "time=") {
+							out.WriteString("stderr: " + l)
+						}
 					}
 				}
-				if !*update && got != block.raw {
-					t.Errorf("%s:\n--- want\n%s--- got\n%s", file, block.raw, got)
-				}
-				out.WriteString(got)
-			}
-			if *update {
-				if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+				return out.String()
+			})
 		})
 	}
 }
+
+// scratchKey is check-store's scratch prefix, named by the time and a
+// random suffix.
+var scratchKey = regexp.MustCompile(`covmirror-check-store/[0-9]{8}T[0-9]{6}Z-[0-9a-f]+/`)
 
 // shellWords splits a command line as a POSIX shell does for quoting alone:
 // '...' and "..." (no escapes) group characters, and adjacent parts join.
@@ -110,36 +108,6 @@ func shellWords(t *testing.T, line string) []string {
 		words = append(words, cur.String())
 	}
 	return words
-}
-
-type block struct {
-	command string   // the "$ covmirror ..." line, or "" for leading comments
-	raw     string   // the block as written, command line included
-	stderr  []string // expected stderr fragments
-}
-
-func splitBlocks(text string) []block {
-	var blocks []block
-	cur := block{}
-	for _, line := range strings.SplitAfter(text, "\n") {
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "$ ") {
-			if cur.raw != "" {
-				blocks = append(blocks, cur)
-			}
-			cur = block{command: strings.TrimSpace(line)}
-		}
-		if s, ok := strings.CutPrefix(line, "stderr: "); ok {
-			cur.stderr = append(cur.stderr, strings.TrimSpace(s))
-		}
-		cur.raw += line
-	}
-	if cur.raw != "" {
-		blocks = append(blocks, cur)
-	}
-	return blocks
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while a command writes it.
