@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCompactFailures: with a warehouse that refuses new files, a one-shot
+// compact exits 1 naming the directory, and compact --every logs each
+// failed run, runs again on schedule and stops cleanly when cancelled.
+func TestCompactFailures(t *testing.T) {
+	state := t.TempDir()
+	for _, r := range []string{"1:2", "3:4"} { // two small files: something to compact
+		mustRun(t, state, "record", "--sink", "lake", "--topic", "t", "--range", r)
+		mustRun(t, state, "checkpoint")
+	}
+	data := breakWarehouse(t, state)
+
+	_, _, err := runCLI(t, state, "compact")
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "the warehouse directory "+data+" refuses new files") {
+		t.Fatalf("one-shot compact into an unwritable warehouse: exit %d, %v", exitCode(err), err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"--state", state, "--writer", "test", "compact", "--every", "20ms"}, &lockedBuffer{}, &stderr)
+	}()
+	const want = 3
+	for deadline := time.Now().Add(2 * time.Minute); strings.Count(stderr.String(), "level=ERROR") < want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("compact --every after cancel: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("compact --every did not stop after cancel")
+	}
+	if n := strings.Count(stderr.String(), "level=ERROR"); n < want {
+		t.Fatalf("%d failed runs logged, want at least %d: a failed run must not end the schedule\n%s", n, want, stderr.String())
+	}
+}
