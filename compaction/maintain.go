@@ -9,11 +9,9 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 )
 
-// MinOrphanAge is the youngest a file may be and still be deleted as an
-// orphan: far above the longest a checkpoint can take between writing its
-// data files and committing them (iceberg.Options.CommitTimeout, 2 minutes
-// by default), so a checkpoint in flight never loses its files.
-const MinOrphanAge = time.Hour
+// MinOrphanAge is iceberg.MinOrphanAge: the youngest a file may be and
+// still be deleted as an orphan.
+const MinOrphanAge = iceberg.MinOrphanAge
 
 // MaintainOptions configures Maintain. Zero values are documented defaults.
 type MaintainOptions struct {

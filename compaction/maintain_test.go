@@ -35,6 +35,10 @@ func TestMaintainRefusesAYoungOrphanAge(t *testing.T) {
 	if _, err := Maintain(ctx, tbl, MaintainOptions{OrphanOlderThan: time.Minute}); err == nil || !strings.Contains(err.Error(), "safety minimum") {
 		t.Fatalf("orphan age of a minute: %v", err)
 	}
+	// The table's own cleanup refuses it too, for a caller without Maintain.
+	if _, err := tbl.DeleteOrphanFiles(ctx, time.Minute, true); err == nil || !strings.Contains(err.Error(), "younger than") {
+		t.Fatalf("DeleteOrphanFiles with an age of a minute: %v", err)
+	}
 }
 
 // TestMaintainDeletesOnlyOldOrphans: an unreferenced file older than the

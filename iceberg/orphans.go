@@ -8,6 +8,12 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
+// MinOrphanAge is the youngest a file may be and still be deleted as an
+// orphan: far above the longest a checkpoint can take between writing its
+// data files and committing them (Options.CommitTimeout, 2 minutes by
+// default), so a checkpoint in flight never loses its files.
+const MinOrphanAge = time.Hour
+
 // OrphanResult is what DeleteOrphanFiles found and removed.
 type OrphanResult struct {
 	Files   int   // orphan files found (older than the age given)
@@ -19,9 +25,13 @@ type OrphanResult struct {
 // snapshot references and that are older than olderThan (left by killed
 // checkpoints and by compactions that lost a race), or with dryRun only
 // counts them. The age must exceed the longest commit in flight: a file
-// written for a commit not landed yet is not referenced either. A table
-// without a snapshot has nothing to clean.
+// written for a commit not landed yet is not referenced either, so an age
+// below MinOrphanAge is refused. A table without a snapshot has nothing to
+// clean.
 func (t *Table) DeleteOrphanFiles(ctx context.Context, olderThan time.Duration, dryRun bool) (OrphanResult, error) {
+	if olderThan < MinOrphanAge {
+		return OrphanResult{}, fmt.Errorf("iceberg: orphan cleanup of %s: files younger than %s are refused (asked: %s): a checkpoint in flight could lose its files", t.Name(), MinOrphanAge, olderThan)
+	}
 	tbl, err := t.Load(ctx)
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return OrphanResult{}, err

@@ -157,9 +157,17 @@ func randomName() string {
 // ReplicateEvery replicates primary into table now and then once per every
 // until ctx ends: the mirror job of `covmirror mirror --every` and `serve
 // --mirror-every`. A failed run is logged and the table lags until the
-// next one; it never stops the job.
-func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Table, every time.Duration, opts ReplicateOptions) {
+// next one; it never stops the job. It returns nil when ctx ends, and an
+// error, replicating nothing, for an interval that is not positive or
+// options Replicate refuses.
+func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Table, every time.Duration, opts ReplicateOptions) error {
+	if every <= 0 {
+		return fmt.Errorf("mirror: replicating on a schedule needs a positive interval, not %s", every)
+	}
 	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -171,7 +179,7 @@ func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Ta
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 	}

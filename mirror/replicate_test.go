@@ -83,3 +83,13 @@ func checkSubset(t *testing.T, what string, a, b durable.Tier) {
 		}
 	}
 }
+
+// TestReplicateEveryRefusesANonPositiveInterval: a ticker of zero would
+// panic; the schedule refuses it before touching either store.
+func TestReplicateEveryRefusesANonPositiveInterval(t *testing.T) {
+	for _, every := range []time.Duration{0, -time.Minute} {
+		if err := mirror.ReplicateEvery(context.Background(), nil, nil, every, mirror.ReplicateOptions{Writer: "w"}); err == nil {
+			t.Fatalf("interval %s accepted", every)
+		}
+	}
+}

@@ -45,10 +45,9 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 		}
 		return nil
 	}
-	compaction.RunEvery(ctx, *every, *jitter, g.logger, func(ctx context.Context) error {
+	return compaction.RunEvery(ctx, *every, *jitter, g.logger, func(ctx context.Context) error { // until SIGTERM
 		return compactOnce(ctx, g, table, maintain, *asJSON)
 	})
-	return nil // until SIGTERM
 }
 
 // compactRun is one run's summary, one JSON line with --json.

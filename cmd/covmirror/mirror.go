@@ -32,8 +32,7 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *every > 0 {
-		mirror.ReplicateEvery(ctx, tier, table, *every, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
-		return nil
+		return mirror.ReplicateEvery(ctx, tier, table, *every, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}) // until SIGTERM
 	}
 	res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
 	if err != nil {

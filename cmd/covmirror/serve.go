@@ -34,7 +34,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", mirror.DefaultInterval, "checkpoint interval")
 	maxBody := fs.Int64("max-body", sidecar.DefaultMaxBodyBytes, "largest request body in bytes")
-	mirrorEvery := fs.Duration("mirror-every", time.Minute, "with --durable object: copy the sink objects into the coverage table this often, so that the map, the gap metrics and any engine can read it (0: never)")
+	mirrorEvery := fs.Duration("mirror-every", time.Minute, "with --durable object or postgres: copy the primary into the coverage table this often, so that the map, the gap metrics and any engine can read it (0: never)")
 	flagSources := map[string]string{}
 	fs.Func("source", "a source's regime, NAME=stored or NAME=broker-managed, repeatable (env COVMIRROR_SOURCES, comma-separated; config file source.NAME = REGIME): stored sources keep positions through PUT /v1/positions/NAME", func(kv string) error {
 		return addSource(flagSources, kv)
@@ -96,7 +96,11 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
 	if !g.primaryIsTable() && *mirrorEvery > 0 {
-		go mirror.ReplicateEvery(ctx, tier, table, *mirrorEvery, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}) // until SIGTERM
+		go func() { // until SIGTERM
+			if err := mirror.ReplicateEvery(ctx, tier, table, *mirrorEvery, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}); err != nil {
+				g.logger.Error("the mirror job did not start; the coverage table is not kept up to date", "err", err)
+			}
+		}()
 	}
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight
