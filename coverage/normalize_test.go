@@ -1,12 +1,12 @@
 package coverage
 
 import (
-	"github.com/covmirror/covmirror/internal/testseed"
-
 	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var normalizeSeed = flag.Uint64("normalize-seed", 0, "seed for TestNormalizeMatchesRangeSet (0: from the clock)")
