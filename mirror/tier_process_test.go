@@ -11,6 +11,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/childproc"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/local"
 )
 
@@ -103,8 +104,7 @@ func requireExactly(t *testing.T, tier durable.Tier, want map[coverage.Destinati
 func crashInto(t *testing.T, tier durable.Tier, kills int, tierEnv ...string) {
 	t.Helper()
 	localDir, logPath := t.TempDir(), t.TempDir()+"/log"
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t, *seedFlag, "go test ./mirror -run "+t.Name()+" -seed SEED")
 	r := rand.New(rand.NewPCG(seed, 0))
 	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
 	var logOffset int64

@@ -14,6 +14,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var aliasSeedFlag = flag.Uint64("alias-seed", 0, "seed for TestInPlaceMergeAliasing (0: from the clock)")
@@ -164,11 +165,7 @@ func checkCacheCoherent(t *testing.T, s *Store, blobs Blobs) int {
 // every pending checkpoint lands, coverage is exactly the union, and each
 // cached object at the stored version is the stored object.
 func TestInPlaceMergeAliasing(t *testing.T) {
-	seed := *aliasSeedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (-alias-seed to replay)", seed)
+	seed := testseed.Seed(t, *aliasSeedFlag, "go test ./object -run TestInPlaceMergeAliasing -alias-seed SEED")
 	dir := t.TempDir()
 	inner, err := OpenDir(dir)
 	if err != nil {
