@@ -97,26 +97,14 @@ func (d *dests) add(dest coverage.Destination) {
 	d.parts = append(d.parts, dest.Partition)
 }
 
-// validateRanges refuses what Record would refuse, and what PostgreSQL
-// text cannot hold, before anything is written.
+// validateRanges refuses what Record would refuse (a NUL in a topic name,
+// which PostgreSQL text cannot hold, among it) before anything is written.
 func validateRanges(ranges []coverage.DestinationRanges) error {
 	for _, dr := range ranges {
 		for _, r := range dr.Ranges {
 			if err := coverage.ValidateRecord(dr.Destination, r); err != nil {
 				return err
 			}
-		}
-	}
-	return refuseNUL(ranges)
-}
-
-// refuseNUL refuses a topic name with a NUL, which coverage allows and
-// PostgreSQL text cannot hold. (A sink name with one is a control
-// character, which Validate refuses already.)
-func refuseNUL(ranges []coverage.DestinationRanges) error {
-	for _, dr := range ranges {
-		if strings.IndexByte(dr.Destination.Topic, 0) >= 0 {
-			return coverage.DestinationError("record", dr.Destination, fmt.Errorf("%w: topic name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidDestination, dr.Destination.Topic))
 		}
 	}
 	return nil

@@ -105,7 +105,9 @@ func (t *Tier) Close() {
 // the name row (writer, name, digest) is inserted first; if it is there
 // already with this payload's digest the checkpoint has landed and nothing
 // is written, with another it is ErrNameReused and nothing is written.
-// Otherwise every destination's ranges are merged into its row by union.
+// Otherwise every destination gets a row holding its ranges; its coverage
+// is the union of its rows (see Fold). Every Options.FoldEvery-th Append
+// then folds, after its checkpoint committed.
 // MayHaveLanded changes nothing: the name is always looked for, at the
 // cost of the insert that records it.
 //
@@ -126,9 +128,6 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 	}
 	if strings.IndexByte(c.Name, 0) >= 0 || strings.IndexByte(c.Writer, 0) >= 0 {
 		return fmt.Errorf("postgres: %w: name %q or writer %q has a NUL byte, which PostgreSQL text cannot hold", durable.ErrInvalidCheckpoint, c.Name, c.Writer)
-	}
-	if err := refuseNUL(c.Ranges); err != nil {
-		return err
 	}
 	merged := durable.MergeRanges(c.Ranges)
 	digest := durable.Digest("append", c.Writer, merged, c.Rows())
