@@ -219,7 +219,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
 		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
-		if err := m.append(ctx, commit, sum); err != nil {
+		if err := m.appendCheckpoint(ctx, commit, sum); err != nil {
 			return err // cp stays in flight and pending
 		}
 		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {

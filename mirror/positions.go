@@ -133,11 +133,11 @@ type positionCheckpointer interface {
 	AppendWithPositions(ctx context.Context, t durable.Tier, c durable.Checkpoint, ps []coverage.Position) (saved int, refused []error, err error)
 }
 
-// append appends c, with the buffered positions in the same transaction
+// appendCheckpoint appends c, with the buffered positions in the same transaction
 // when the position store can (a leftover found landed still commits
 // them); on failure the positions go back into the buffer, unless a newer
 // one arrived meanwhile. Called with syncMu held.
-func (m *Mirror) append(ctx context.Context, c durable.Checkpoint, sum *CheckpointSummary) error {
+func (m *Mirror) appendCheckpoint(ctx context.Context, c durable.Checkpoint, sum *CheckpointSummary) error {
 	pc, ok := m.opts.Positions.(positionCheckpointer)
 	if !ok || !pc.SharesTier(m.opts.Durable) {
 		return m.opts.Durable.Append(ctx, c)
