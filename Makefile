@@ -40,7 +40,7 @@ bench:
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
-	$(GO) test -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
+	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres

@@ -152,6 +152,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waitWriteBehindLocked() // before any state is read: it releases mu
 	defer s.checkInvariantsLocked()
 	if s.closed {
 		return nil, coverage.StoreError("begin checkpoint", coverage.ErrClosed)
@@ -227,6 +228,7 @@ func (s *Store) pendingLocked(sets map[coverage.Destination]coverage.RangeSet) [
 func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waitWriteBehindLocked() // before any state is read: it releases mu
 	defer s.checkInvariantsLocked()
 	inFlight, err := s.inFlightLocked("commit checkpoint", cp)
 	if err != nil {
@@ -305,6 +307,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waitWriteBehindLocked() // before any state is read: it releases mu
 	defer s.checkInvariantsLocked()
 	if _, err := s.inFlightLocked("abort checkpoint", cp); err != nil {
 		return err

@@ -78,7 +78,7 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 	if err := s.health.failed(); err != nil {
 		out.Failed = err.Error()
 	}
-	out.UnpersistedKeys, out.WriteFailures = len(s.w.ops), s.w.failures
+	out.UnpersistedKeys, out.WriteFailures = len(s.w.ops)+len(s.w.inFlight), s.w.failures
 	if s.w.lastErr != nil {
 		at := s.w.lastAt.UTC()
 		out.LastWriteError, out.LastWriteErrorAt = s.w.lastErr.Error(), &at

@@ -37,21 +37,25 @@ type Options struct {
 	// CommitDelay is how long, with Sync off, a record may wait in memory
 	// before it is written to Pebble together with the records around it.
 	// Writes to the same key coalesce, so a run of in-order records costs one
-	// Pebble write per delay instead of one each. A killed process loses
-	// this window too, besides Pebble's unwritten WAL tail (see Sync): a
-	// lag, which docs/design.md accepts. Readers of this Store see every record
-	// at once. Zero value: 2ms. Negative: hand every record to Pebble before
-	// Record returns. Ignored when Sync is set.
+	// Pebble write per delay instead of one each. The write runs behind
+	// Record, outside the store's lock: Records go on while Pebble writes.
+	// A killed process loses this window too, besides Pebble's unwritten WAL
+	// tail (see Sync): a lag, which docs/design.md accepts. Readers of this
+	// Store see every record at once. Zero value: 2ms. Negative: hand every
+	// record to Pebble before Record returns. Ignored when Sync is set.
 	CommitDelay time.Duration
 
 	// MaxUncommitted caps how many keys wait for the next write; reaching it
-	// writes at once. Zero value: 1024.
+	// writes at once, in the Record that reached it, which then waits for
+	// the write running behind it. It is what a Pebble write that stalls or
+	// fails holds back: records wait, and see the write's error, only once
+	// this many keys are staged. Zero value: DefaultMaxUncommitted.
 	MaxUncommitted int
 
 	// MemTableBytes is the size of Pebble's memtable. Each time one fills,
-	// Pebble starts a new write-ahead log and syncs the directory while
-	// records wait (milliseconds, tens on a slow disk), so a small memtable
-	// puts those waits into the tail latency of Record at high rates. Up to
+	// Pebble starts a new write-ahead log and syncs the directory
+	// (milliseconds, tens on a slow disk); with Sync off that wait falls on
+	// the write running behind Record, with Sync on on the Record. Up to
 	// four are held in memory while older ones are flushed. Zero value:
 	// DefaultMemTableBytes.
 	MemTableBytes int64
@@ -74,6 +78,11 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultMaxUncommitted is Options.MaxUncommitted's zero value: at 100,000
+// records a second, a Pebble write may stall for over 100ms before records
+// wait for it. About 100 bytes each.
+const DefaultMaxUncommitted = 16384
+
 // DefaultMemTableBytes is Options.MemTableBytes' zero value: 32 MiB, so
 // that at 100,000 records a second a memtable fills every few seconds
 // rather than several times a second.
@@ -88,7 +97,7 @@ func (o *Options) EnsureDefaults() {
 		o.CommitDelay = 2 * time.Millisecond
 	}
 	if o.MaxUncommitted == 0 {
-		o.MaxUncommitted = 1024
+		o.MaxUncommitted = DefaultMaxUncommitted
 	}
 	if o.MemTableBytes == 0 {
 		o.MemTableBytes = DefaultMemTableBytes

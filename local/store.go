@@ -35,7 +35,7 @@ type Store struct {
 	// on open; Record changes it once the sink's acknowledgement is in hand,
 	// checkpoint marks only after their Pebble commit succeeded.
 	dests    map[coverage.Destination]*destState
-	batch    *pebble.Batch // reused by flushLocked under mu
+	batch    *pebble.Batch // reused by flushLocked and the write-behind commit, one at a time
 	w        uncommitted
 	keyBuf   []byte
 	mergeBuf []coverage.Range
@@ -107,8 +107,9 @@ func open(opts Options) (*Store, error) {
 		health:    h,
 		writeOpts: pebble.NoSync,
 		dests:     make(map[coverage.Destination]*destState),
-		w:         uncommitted{ops: make(map[string][]byte), dests: make(map[coverage.Destination]struct{})},
+		w:         uncommitted{ops: make(map[string][]byte)},
 	}
+	s.w.idle = sync.NewCond(&s.mu)
 	if opts.Sync {
 		s.writeOpts = pebble.Sync
 	}
@@ -266,14 +267,14 @@ func (s *Store) recordLocked(d coverage.Destination, r coverage.Range, now time.
 	for _, old := range m.Replaced {
 		if old.Start != m.Merged.Start {
 			s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, old.Start)
-			s.stageLocked(d, s.keyBuf, nil, now)
+			s.stageLocked(s.keyBuf, nil, now)
 		}
 	}
 	s.keyBuf = rangeKey(s.keyBuf[:0], kindCovered, d, m.Merged.Start)
-	s.stageLocked(d, s.keyBuf, encodeUint64(m.Merged.End), now)
+	s.stageLocked(s.keyBuf, encodeUint64(m.Merged.End), now)
 	if st.pendingSince.IsZero() {
 		s.keyBuf = destinationPrefix(s.keyBuf[:0], kindPendingSince, d)
-		s.stageLocked(d, s.keyBuf, encodeUint64(uint64(now.UnixNano())), now)
+		s.stageLocked(s.keyBuf, encodeUint64(uint64(now.UnixNano())), now)
 		st.pendingSince = now
 	}
 	if s.ckpt.inFlight != nil && st.recordedSinceBegin.IsZero() {

@@ -32,11 +32,12 @@ import (
 //     recovers: a failed sync of a directory parks there. On our calls
 //     (Open) it is recovered by guarded and Pebble unwinds cleanly.
 //   - DB.rotateWAL, when closing the old WAL fails (its last write, its
-//     sync or its close): the panic runs with Pebble's mutex released, and
-//     the caller's deferred unlock is a fatal error even under recover. A
-//     failure inside rotateWAL parks there, and so does the WAL's close
-//     there once the store has failed (an earlier write of Pebble's WAL
-//     goroutine failed, which the close would return).
+//     sync or its close) or creating the next one fails: the panic runs
+//     with Pebble's mutex released, and the caller's deferred unlock is a
+//     fatal error even under recover. A failure inside rotateWAL parks
+//     there, and so does the WAL's close there once the store has failed
+//     (an earlier write of Pebble's WAL goroutine failed, which the close
+//     would return).
 //
 // Every other failure is returned to Pebble, which reports it (an error, a
 // Fatalf that parks or is recovered) without killing the process, so that
@@ -74,7 +75,20 @@ func inRotateWAL() bool { return onStack(func(fn string) bool { return fn == rot
 
 func (w watchFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := w.FS.Create(name, c)
-	return w.file(name, f, w.check("create", name, err))
+	return w.created("create", name, f, err)
+}
+
+// created is file for a file just created: one that DB.rotateWAL fails to
+// create (the next WAL) it panics on with its mutex released, so the
+// goroutine parks there instead, the store failed.
+func (w watchFS) created(op, name string, f vfs.File, err error) (vfs.File, error) {
+	if err = w.check(op, name, err); err != nil && inRotateWAL() {
+		if w.h.failed() == nil { // a missing directory: not a disk failure, fatal all the same
+			w.h.fail(coverage.ErrUnavailable, fmt.Sprintf("%s %s: %v", op, name, err))
+		}
+		w.park(op, name)
+	}
+	return w.file(name, f, err)
 }
 
 func (w watchFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -92,7 +106,7 @@ func (w watchFS) OpenDir(name string) (vfs.File, error) {
 
 func (w watchFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := w.FS.ReuseForWrite(oldname, newname, c)
-	return w.file(newname, f, w.check("reuse", newname, err))
+	return w.created("reuse", newname, f, err)
 }
 
 func (w watchFS) Link(oldname, newname string) error {

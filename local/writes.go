@@ -2,6 +2,7 @@ package local
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,16 +15,32 @@ import (
 // write. Guarded by Store.mu. Everything here is also in the in-memory index,
 // which is why readers of the Store never wait for a write.
 //
+// The write-behind commit (CommitDelay elapsed, Sync off) runs outside
+// Store.mu: its ops move to inFlight and Records go on while Pebble writes
+// them, so that a slow Pebble commit (a memtable rotation creates a WAL and
+// syncs the directory: milliseconds, tens on a slow disk) does not stall
+// every Record behind the lock. Every other write waits for it first
+// (waitWriteBehindLocked), so batches reach Pebble in the order they were
+// staged and a checkpoint's marks are never persisted before the coverage
+// they mark.
+//
 // A failed write keeps everything staged: each record was acknowledged by
 // its sink, so the index holding it is true, and nothing else would ever
 // write it again (a hole in raw's coverage would hide every other sink's gap
 // behind it). The write is retried with capped backoff; Diagnostics shows
 // what is unpersisted and the last error.
 type uncommitted struct {
-	ops   map[string][]byte                 // key -> value; nil deletes
-	dests map[coverage.Destination]struct{} // whose keys are in ops
-	since time.Time                         // when the oldest op was staged
-	armed bool                              // a flush timer is pending
+	ops   map[string][]byte // key -> value; nil deletes
+	since time.Time         // when the oldest op was staged
+	armed bool              // a flush timer is pending
+
+	// inFlight holds the ops the write-behind commit is writing, nil when
+	// none runs; inFlightSince is when the oldest of them was staged. idle
+	// is signalled when it ends.
+	inFlight      map[string][]byte
+	inFlightSince time.Time
+	spare         map[string][]byte // an emptied ops map, reused
+	idle          *sync.Cond        // on Store.mu
 
 	failures int       // consecutive failed writes; 0 after a success
 	lastErr  error     // the last failed write's error
@@ -38,26 +55,90 @@ const (
 )
 
 // stageLocked queues a write of key (a delete when value is nil).
-func (s *Store) stageLocked(d coverage.Destination, key, value []byte, now time.Time) {
+func (s *Store) stageLocked(key, value []byte, now time.Time) {
 	if len(s.w.ops) == 0 {
 		s.w.since = now
 	}
 	s.w.ops[string(key)] = value
-	s.w.dests[d] = struct{}{}
 }
 
 // maybeFlushLocked writes the staged ops now if the options or the bounds
-// say so, and otherwise makes sure a timer will. While writes are failing
+// say so, hands them to the write-behind commit once CommitDelay has
+// passed, and otherwise makes sure a timer will. While writes are failing
 // only the bound forces a write: Record then returns its error, so the
 // caller learns that its records are not persisted (they stay covered in
 // memory, and staged).
 func (s *Store) maybeFlushLocked(now time.Time) error {
-	if s.opts.Sync || len(s.w.ops) >= s.opts.MaxUncommitted ||
-		(s.w.failures == 0 && (s.opts.CommitDelay < 0 || now.Sub(s.w.since) >= s.opts.CommitDelay)) {
+	if s.opts.Sync || len(s.w.ops) >= s.opts.MaxUncommitted || (s.w.failures == 0 && s.opts.CommitDelay < 0) {
 		return s.flushLocked()
+	}
+	if s.w.failures == 0 && now.Sub(s.w.since) >= s.opts.CommitDelay {
+		s.writeBehindLocked()
+		return nil
 	}
 	s.armLocked()
 	return nil
+}
+
+// writeBehindLocked starts committing the staged ops outside Store.mu,
+// unless a write-behind commit is running: its end arms the timer for what
+// was staged meanwhile.
+func (s *Store) writeBehindLocked() {
+	if s.w.inFlight != nil || len(s.w.ops) == 0 || s.closed {
+		return
+	}
+	if err := s.health.failed(); err != nil {
+		_ = s.commitFailedLocked(len(s.w.ops), err) // counted for Diagnostics; never retried
+		return
+	}
+	b := s.batch
+	b.Reset()
+	s.addStagedLocked(b)
+	s.w.inFlight, s.w.inFlightSince = s.w.ops, s.w.since
+	s.w.ops, s.w.spare = s.w.spare, nil
+	if s.w.ops == nil {
+		s.w.ops = make(map[string][]byte, len(s.w.inFlight))
+	}
+	go s.commitBehind(b)
+}
+
+// commitBehind commits b, the in-flight ops, and then settles them under
+// Store.mu: written, or staged again beneath what was staged since (the
+// newer value of a key wins, as it would have in Pebble).
+func (s *Store) commitBehind(b *pebble.Batch) {
+	err := s.call(func() error { return b.Commit(s.writeOpts) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	written := s.w.inFlight
+	if err == nil {
+		s.w.failures, s.w.lastErr = 0, nil
+	} else {
+		for key, value := range written {
+			if _, newer := s.w.ops[key]; !newer {
+				s.w.ops[key] = value
+			}
+		}
+		if len(s.w.ops) > 0 && (s.w.since.IsZero() || s.w.inFlightSince.Before(s.w.since)) {
+			s.w.since = s.w.inFlightSince
+		}
+	}
+	clear(written)
+	s.w.inFlight, s.w.spare = nil, written
+	s.w.idle.Broadcast()
+	if err != nil {
+		_ = s.commitFailedLocked(len(s.w.ops), err) // logged, counted and re-armed there
+		return
+	}
+	s.armLocked()
+}
+
+// waitWriteBehindLocked waits until no write-behind commit runs. Every
+// other write calls it before it reads the state it writes: Store.mu is
+// released while waiting.
+func (s *Store) waitWriteBehindLocked() {
+	for s.w.inFlight != nil {
+		s.w.idle.Wait()
+	}
 }
 
 // armLocked makes sure a timer will write the staged ops: after
@@ -84,11 +165,13 @@ func (s *Store) flushFromTimer() {
 	}
 	// On a failed store this only records the failure for Diagnostics: the
 	// staged ops stay, covered in memory, and no retry is armed.
-	_ = s.flushLocked() // logged, counted and re-armed there
+	s.writeBehindLocked() // logged, counted and re-armed there
 }
 
-// flushLocked commits the staged ops in one Pebble batch.
+// flushLocked commits the staged ops in one Pebble batch, after the
+// write-behind commit if one runs.
 func (s *Store) flushLocked() error {
+	s.waitWriteBehindLocked()
 	if len(s.w.ops) == 0 {
 		return nil
 	}
@@ -129,7 +212,6 @@ func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	err := s.call(func() error { return b.Commit(opts) })
 	if err == nil {
 		clear(s.w.ops)
-		clear(s.w.dests)
 		s.w.failures, s.w.lastErr = 0, nil
 		return nil
 	}
