@@ -3,12 +3,7 @@ package coverage
 import (
 	"iter"
 	"strings"
-
-	"github.com/tidwall/btree"
 )
-
-// btreeDegree trades node size against tree height.
-const btreeDegree = 32
 
 // RangeSet is a set of batch ids held as sorted, non-overlapping,
 // non-adjacent ranges. Memory and the cost of every operation grow with the
@@ -21,16 +16,9 @@ const btreeDegree = 32
 // is not safe for concurrent use with a mutation or a Clone; concurrent reads
 // are safe.
 type RangeSet struct {
-	tree    *btree.BTreeG[Range] // ordered by Start; nil while empty and never added to
-	hint    btree.PathHint       // speeds up mutations near the previous one
-	batches uint64               // covered batches, kept in step with tree
+	tree    *rangeTree // nil while empty and never added to
+	batches uint64     // covered batches, kept in step with tree
 }
-
-func newTree() *btree.BTreeG[Range] {
-	return btree.NewBTreeGOptions(lessByStart, btree.Options{Degree: btreeDegree, NoLocks: true})
-}
-
-func lessByStart(a, b Range) bool { return a.Start < b.Start }
 
 // NewRangeSet returns the union of ranges. It fails with ErrInvalidRange on the
 // first invalid one.
@@ -84,7 +72,8 @@ func (m Merge) Fresh(r Range, dst []Range) []Range {
 // adjacent to. It fails with ErrInvalidRange, changing nothing, when r is
 // empty or inverted.
 func (s *RangeSet) Add(r Range) error {
-	_, err := s.MergeRange(r, nil)
+	var buf [4]Range // the replaced ranges, unused: on the stack
+	_, err := s.MergeRange(r, buf[:0])
 	return err
 }
 
@@ -92,97 +81,57 @@ func (s *RangeSet) Add(r Range) error {
 // to buf, which may be nil; passing a reused buffer avoids an allocation on
 // the hot path.
 func (s *RangeSet) MergeRange(r Range, buf []Range) (Merge, error) {
-	if err := r.Validate(); err != nil {
-		return Merge{}, err
+	if r.End <= r.Start {
+		return Merge{}, r.Validate()
 	}
 	if s.tree == nil {
-		s.tree = newTree()
+		s.tree = newRangeTree()
 	}
-	replaced := buf[:0]
-	// Past the end and not touching it, the common case of a stream with
-	// holes: the tree's bulk-load path appends to the last leaf and keeps
-	// leaves full instead of splitting them in half.
-	if last, ok := s.tree.Max(); !ok || last.End < r.Start {
-		s.tree.Load(r)
-		s.batches += r.Len()
-		s.checkInvariants()
-		return Merge{Merged: r, Replaced: replaced, Added: r.Len()}, nil
+	// A stream adds at or past its last range almost always: extending that
+	// range or appending one touches only the last chunk.
+	m, ok := s.tree.mergeAtTail(r, buf[:0])
+	if !ok {
+		m = s.tree.merge(r, buf[:0])
 	}
-	merged := r
-	// The predecessor, the last range starting at or before r, absorbs r
-	// when it reaches r.Start (overlap or adjacency).
-	pred, hasPred := Range{}, false
-	s.tree.DescendHint(Range{Start: r.Start}, func(p Range) bool {
-		pred, hasPred = p, true
-		return false
-	}, &s.hint)
-	predAbsorbed := hasPred && pred.End >= r.Start
-	if predAbsorbed {
-		if pred.End >= r.End {
-			return Merge{Merged: pred, Replaced: replaced}, nil // already covered
-		}
-		merged.Start = pred.Start
-		replaced = append(replaced, pred)
-	}
-	// Successors starting at or before the merged end overlap or touch it.
-	s.tree.AscendHint(Range{Start: r.Start}, func(n Range) bool {
-		if n.Start > merged.End {
-			return false
-		}
-		if predAbsorbed && n.Start == pred.Start {
-			return true
-		}
-		replaced = append(replaced, n)
-		merged.End = max(merged.End, n.End)
-		return true
-	}, &s.hint)
-	var absorbed uint64
-	for _, old := range replaced {
-		// The range keyed at merged.Start is overwritten below, in place.
-		if old.Start != merged.Start {
-			s.tree.DeleteHint(old, &s.hint)
-		}
-		absorbed += old.Len()
-	}
-	s.tree.SetHint(merged, &s.hint)
-	added := merged.Len() - absorbed
-	s.batches += added
+	s.batches += m.Added
 	s.checkInvariants()
-	return Merge{Merged: merged, Replaced: replaced, Added: added}, nil
+	return m, nil
 }
 
 // Union adds every range of o to s.
 func (s *RangeSet) Union(o *RangeSet) {
+	var buf [4]Range
 	for r := range o.All() {
 		// o's ranges are valid by construction.
-		_, _ = s.MergeRange(r, nil)
+		_, _ = s.MergeRange(r, buf[:0])
 	}
 }
 
 // Contains reports whether batch id b is covered.
 func (s *RangeSet) Contains(b uint64) bool {
-	found := false
-	if s.tree != nil {
-		s.tree.Descend(Range{Start: b}, func(p Range) bool {
-			found = p.Contains(b)
-			return false
-		})
-	}
-	return found
+	p, ok := s.pred(b)
+	return ok && p.Contains(b)
 }
 
 // ContainsRange reports whether every batch of r is covered. An invalid r is
 // not contained.
 func (s *RangeSet) ContainsRange(r Range) bool {
-	if r.Validate() != nil || s.tree == nil {
+	if r.Validate() != nil {
 		return false
 	}
-	found := false
-	s.tree.Descend(Range{Start: r.Start}, func(p Range) bool {
-		found = p.End >= r.End
-		return false
-	})
-	return found
+	p, ok := s.pred(r.Start)
+	return ok && p.End >= r.End
+}
+
+// pred returns the last range starting at or before b.
+func (s *RangeSet) pred(b uint64) (p Range, ok bool) {
+	if s.tree != nil {
+		s.tree.Descend(Range{Start: b}, func(r Range) bool {
+			p, ok = r, true
+			return false
+		})
+	}
+	return p, ok
 }
 
 // Len is the number of ranges.
@@ -190,7 +139,7 @@ func (s *RangeSet) Len() int {
 	if s.tree == nil {
 		return 0
 	}
-	return s.tree.Len()
+	return s.tree.n
 }
 
 // Batches is the number of covered batch ids.
@@ -204,7 +153,7 @@ func (s *RangeSet) First() (r Range, ok bool) {
 	if s.tree == nil {
 		return Range{}, false
 	}
-	return s.tree.Min()
+	return s.tree.first()
 }
 
 // Last returns the highest range; ok is false for an empty set.
@@ -212,7 +161,7 @@ func (s *RangeSet) Last() (r Range, ok bool) {
 	if s.tree == nil {
 		return Range{}, false
 	}
-	return s.tree.Max()
+	return s.tree.last()
 }
 
 // All yields the ranges in ascending order. The set must not be mutated
@@ -256,7 +205,7 @@ func (s *RangeSet) Clone() RangeSet {
 	if s.tree == nil {
 		return RangeSet{}
 	}
-	return RangeSet{tree: s.tree.Copy(), batches: s.batches}
+	return RangeSet{tree: s.tree.clone(), batches: s.batches}
 }
 
 // String formats the set as "{[1,3) [4,6)}".

@@ -125,6 +125,9 @@ func (w *tailWorld) checkSet(t testing.TB, what string, i int) {
 	t.Helper()
 	s := w.sets[i]
 	checkAgainstModel(t, fmt.Sprintf("%s: set %d", what, i), s, w.models[i])
+	if err := layoutError(s); err != nil {
+		t.Fatalf("%s: set %d: %v", what, i, err)
+	}
 	first, okFirst := s.First()
 	last, okLast := s.Last()
 	if s.Len() == 0 {

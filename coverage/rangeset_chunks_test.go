@@ -1,0 +1,82 @@
+package coverage
+
+import (
+	"fmt"
+	"testing"
+)
+
+// layoutError reports the first broken rule of the chunked storage, or nil:
+// chunks non-empty and at most chunkMax long, the first keyed 0, every key
+// at most its chunk's first Start and above every Start of the chunk before,
+// the range count right, and the cached tail the last chunk and owned.
+func layoutError(s *RangeSet) error {
+	t := s.tree
+	if t == nil {
+		return nil
+	}
+	var err error
+	n, index := 0, 0
+	var prev *chunk
+	t.chunks.Scan(func(ref chunkRef) bool {
+		c := ref.c
+		switch {
+		case len(c.ranges) == 0 || len(c.ranges) > chunkMax:
+			err = fmt.Errorf("chunk %d holds %d ranges", index, len(c.ranges))
+		case index == 0 && ref.key != 0:
+			err = fmt.Errorf("first chunk keyed %d", ref.key)
+		case ref.key > c.ranges[0].Start:
+			err = fmt.Errorf("chunk %d keyed %d above its first range %s", index, ref.key, c.ranges[0])
+		case prev != nil && ref.key <= prev.ranges[len(prev.ranges)-1].Start:
+			err = fmt.Errorf("chunk %d keyed %d at or below the last range %s before it", index, ref.key, prev.ranges[len(prev.ranges)-1])
+		}
+		n += len(c.ranges)
+		prev = c
+		index++
+		return err == nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case n != t.n:
+		return fmt.Errorf("%d ranges stored, %d counted", n, t.n)
+	case t.tail != nil && (t.tail != prev || t.tail.owner != t.id):
+		return fmt.Errorf("cached tail is not the last chunk, or is shared")
+	}
+	return nil
+}
+
+// TestRangeSetChunkLayout grows sets past many chunks in the three orders
+// that reach the storage differently (appends, random inserts that split
+// chunks, wide additions that empty whole chunks) and checks the layout and
+// the model after each step.
+func TestRangeSetChunkLayout(t *testing.T) {
+	const universe = 8 * chunkMax * 4
+	var s RangeSet
+	m := newBitModel(0, universe)
+	add := func(r Range) {
+		t.Helper()
+		if err := s.Add(r); err != nil {
+			t.Fatalf("add %s: %v", r, err)
+		}
+		m.add(r)
+		if err := layoutError(&s); err != nil {
+			t.Fatalf("after adding %s: %v", r, err)
+		}
+	}
+	for b := uint64(0); b < universe; b += 4 { // appends: many full chunks
+		add(Range{Start: b, End: b + 1})
+	}
+	clone := s.Clone()
+	for b := uint64(2); b < universe; b += 4 { // inserts into full chunks: splits
+		add(Range{Start: b, End: b + 1})
+	}
+	for b := uint64(universe - 100); b > 2*chunkMax; b -= 3 * chunkMax { // wide: absorb chunks
+		add(Range{Start: b - 2*chunkMax, End: b})
+	}
+	checkAgainstModel(t, "after the wide additions", &s, m)
+	if err := layoutError(&clone); err != nil || clone.Len() != universe/4 {
+		t.Fatalf("the clone changed: %d ranges, %v", clone.Len(), err)
+	}
+	add(Range{Start: 0, End: universe})
+	checkAgainstModel(t, "after covering everything", &s, m)
+}
