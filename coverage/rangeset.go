@@ -199,8 +199,10 @@ func (s *RangeSet) Equal(o *RangeSet) bool {
 	return true
 }
 
-// Clone returns an independent copy of s. It marks s's storage as shared, so
-// it must not run concurrently with any other use of s.
+// Clone returns an independent copy of s: it copies the chunk directory (one
+// entry per up to 128 ranges) and shares the chunks until either set changes
+// one. It marks s's storage as shared, so it must not run concurrently with
+// any other use of s.
 func (s *RangeSet) Clone() RangeSet {
 	if s.tree == nil {
 		return RangeSet{}

@@ -3,17 +3,16 @@ package coverage
 import (
 	"slices"
 	"sync/atomic"
-
-	"github.com/tidwall/btree"
 )
 
-// The ranges are stored in chunks, short sorted slices, themselves ordered
-// in a btree: a range costs its 16 bytes plus a share of its chunk's, where a
-// btree of ranges spent a node slot (and half-empty nodes) on each.
-const (
-	chunkMax    = 128 // ranges in a full chunk: bounds the copying of an insert
-	btreeDegree = 32  // the btree holds one item per chunk
-)
+// The ranges are stored in chunks, short sorted slices, listed in order in a
+// directory: a range costs its 16 bytes plus a share of its chunk's, where a
+// tree of ranges spent a node slot (and half-empty nodes) on each. The
+// directory is a plain sorted slice, not a tree: it holds one entry per
+// chunk (a few thousand for a set of a million ranges), so a binary search
+// of it stays in cache where a tree's nodes did not, and a split's copy of
+// its tail is short next to the chunkMax/2 additions that fill a chunk.
+const chunkMax = 128 // ranges in a full chunk: bounds the copying of an insert
 
 // chunk holds sorted, disjoint, non-adjacent ranges; it is never empty.
 type chunk struct {
@@ -21,7 +20,7 @@ type chunk struct {
 	ranges []Range
 }
 
-// chunkRef is the btree's item. key is at most the chunk's first Start and
+// chunkRef is a directory entry. key is at most the chunk's first Start and
 // greater than every Start in the chunk before; the first chunk's key is 0.
 // So every id routes to one chunk, the one with the greatest key at or below
 // it, and a chunk's key never has to change: a range moved downward by a
@@ -30,8 +29,6 @@ type chunkRef struct {
 	key uint64
 	c   *chunk
 }
-
-func lessByKey(a, b chunkRef) bool { return a.key < b.key }
 
 // after returns the index of the first range starting after x. A plain loop:
 // slices.BinarySearchFunc calls its comparison through a pointer, which
@@ -49,40 +46,35 @@ func (c *chunk) after(x uint64) int {
 	return lo
 }
 
-// rangeTree is a RangeSet's storage. Clone shares the btree (copy-on-write)
-// and the chunks: a chunk whose owner is not the tree's id is copied before
-// it is changed.
+// rangeTree is a RangeSet's storage. Clone copies the directory and shares
+// the chunks: a chunk whose owner is not the tree's id is copied before it
+// is changed.
 type rangeTree struct {
-	chunks *btree.BTreeG[chunkRef]
-	hint   btree.PathHint // speeds up mutations near the previous one
-	id     uint64
-	n      int    // ranges
-	tail   *chunk // the last chunk if owned and known, else nil
+	dir  []chunkRef // by key, ascending
+	id   uint64
+	n    int    // ranges
+	tail *chunk // the last chunk if owned and known, else nil
 }
 
 // treeIDs hands out tree ids; a clone gets a fresh one and so does the tree
 // it was taken from, since neither owns the chunks they now share.
 var treeIDs atomic.Uint64
 
-func newRangeTree() *rangeTree {
-	return &rangeTree{
-		chunks: btree.NewBTreeGOptions(lessByKey, btree.Options{Degree: btreeDegree, NoLocks: true}),
-		id:     treeIDs.Add(1),
-	}
-}
+func newRangeTree() *rangeTree { return &rangeTree{id: treeIDs.Add(1)} }
 
 func (t *rangeTree) clone() *rangeTree {
 	t.id, t.tail = treeIDs.Add(1), nil
-	return &rangeTree{chunks: t.chunks.Copy(), id: treeIDs.Add(1), n: t.n}
+	return &rangeTree{dir: slices.Clone(t.dir), id: treeIDs.Add(1), n: t.n}
 }
 
-// own returns ref's chunk, copied first if t does not own it.
-func (t *rangeTree) own(ref chunkRef) *chunk {
-	if ref.c.owner == t.id {
-		return ref.c
+// own returns the chunk at directory index i, copied first if t does not
+// own it.
+func (t *rangeTree) own(i int) *chunk {
+	if c := t.dir[i].c; c.owner == t.id {
+		return c
 	}
-	c := &chunk{owner: t.id, ranges: slices.Clone(ref.c.ranges)}
-	t.chunks.SetHint(chunkRef{key: ref.key, c: c}, &t.hint)
+	c := &chunk{owner: t.id, ranges: slices.Clone(t.dir[i].c.ranges)}
+	t.dir[i].c = c
 	return c
 }
 
@@ -93,12 +85,17 @@ func (t *rangeTree) mergeAtTail(r Range, replaced []Range) (m Merge, ok bool) {
 	if c == nil {
 		if t.n == 0 {
 			t.tail = &chunk{owner: t.id, ranges: []Range{r}}
-			t.chunks.Load(chunkRef{key: 0, c: t.tail})
+			t.dir = append(t.dir[:0], chunkRef{key: 0, c: t.tail})
 			t.n = 1
 			return Merge{Merged: r, Replaced: replaced, Added: r.Len()}, true
 		}
-		ref, _ := t.chunks.Max()
-		c = ref.c
+		lastIdx := len(t.dir) - 1
+		if r.Start < t.dir[lastIdx].key {
+			// Before the last chunk's key, so before its first range: decided
+			// from the directory alone, without reading the chunk.
+			return Merge{}, false
+		}
+		c = t.dir[lastIdx].c
 		if last := c.ranges[len(c.ranges)-1]; r.Start < last.Start || r.End <= last.End {
 			// Not at the tail, or nothing to change: leave the chunk shared.
 			if r.Start < last.Start {
@@ -106,15 +103,15 @@ func (t *rangeTree) mergeAtTail(r Range, replaced []Range) (m Merge, ok bool) {
 			}
 			return Merge{Merged: last, Replaced: replaced}, true
 		}
-		c = t.own(ref)
+		c = t.own(lastIdx)
 		t.tail = c
 	}
 	last := &c.ranges[len(c.ranges)-1]
 	switch {
 	case r.Start > last.End: // past it, with a hole between
 		if len(c.ranges) == chunkMax {
-			c = &chunk{owner: t.id}
-			t.chunks.Load(chunkRef{key: r.Start, c: c})
+			c = &chunk{owner: t.id, ranges: make([]Range, 0, chunkMax)}
+			t.dir = append(t.dir, chunkRef{key: r.Start, c: c})
 			t.tail = c
 		}
 		c.ranges = append(c.ranges, r)
@@ -134,19 +131,21 @@ func (t *rangeTree) mergeAtTail(r Range, replaced []Range) (m Merge, ok bool) {
 // merge adds r anywhere: the general case of MergeRange, on a tree holding
 // at least one range.
 func (t *rangeTree) merge(r Range, replaced []Range) Merge {
-	ref := t.route(r.Start)
-	// i is the first range of ref's chunk starting after r.Start; the
+	ci := t.route(r.Start)
+	rc := t.dir[ci].c
+	// i is the first range of ci's chunk starting after r.Start; the
 	// predecessor is just before it, in the chunk before when i is 0.
-	i := ref.c.after(r.Start)
-	at, j := ref, i // where the merged range goes
+	i := rc.after(r.Start)
+	at, j := ci, i // where the merged range goes
 	merged := r
-	pred, predAt, predIdx, hasPred := Range{}, ref, i-1, i > 0
+	pred, predAt, predIdx, hasPred := Range{}, ci, i-1, i > 0
 	if hasPred {
-		pred = ref.c.ranges[i-1]
-	} else if ref.key > 0 {
-		predAt = t.route(ref.key - 1)
-		predIdx, hasPred = len(predAt.c.ranges)-1, true
-		pred = predAt.c.ranges[predIdx]
+		pred = rc.ranges[i-1]
+	} else if ci > 0 {
+		predAt = ci - 1
+		pc := t.dir[predAt].c
+		predIdx, hasPred = len(pc.ranges)-1, true
+		pred = pc.ranges[predIdx]
 	}
 	if hasPred && pred.End >= r.Start {
 		if pred.End >= r.End {
@@ -159,7 +158,7 @@ func (t *rangeTree) merge(r Range, replaced []Range) Merge {
 	// overlap or touch it (the predecessor, if absorbed, first).
 	var absorbed uint64
 	inAt := 0
-	for _, n := range at.c.ranges[j:] {
+	for _, n := range t.dir[at].c.ranges[j:] {
 		if n.Start > merged.End {
 			break
 		}
@@ -168,37 +167,32 @@ func (t *rangeTree) merge(r Range, replaced []Range) Merge {
 		absorbed += n.Len()
 		inAt++
 	}
-	if j+inAt == len(at.c.ranges) {
+	if j+inAt == len(t.dir[at].c.ranges) {
 		// Possibly more in the following chunks: drop them there first, so
 		// that a split of at's chunk below cannot be mistaken for one.
-		replaced, absorbed = t.absorbAfter(at.key, &merged, replaced, absorbed)
+		replaced, absorbed = t.absorbAfter(at, &merged, replaced, absorbed)
 	}
 	c := t.own(at)
 	if inAt > 0 {
 		c.ranges[j] = merged
 		c.ranges = slices.Delete(c.ranges, j+1, j+inAt)
 	} else {
-		t.insert(at.key, c, j, merged)
+		t.insert(at, c, j, merged)
 	}
 	t.n += 1 - len(replaced)
-	t.tail = nil // the last chunk may have been copied, split or removed
+	if t.tail != t.dir[len(t.dir)-1].c {
+		t.tail = nil // the last chunk was split or removed
+	}
 	return Merge{Merged: merged, Replaced: replaced, Added: merged.Len() - absorbed}
 }
 
-// absorbAfter removes from the chunks after the one keyed key the leading
+// absorbAfter removes from the chunks after directory index at the leading
 // ranges that start at or before merged's end, widening merged by them.
-func (t *rangeTree) absorbAfter(key uint64, merged *Range, replaced []Range, absorbed uint64) ([]Range, uint64) {
-	for {
-		var next chunkRef
-		t.chunks.AscendHint(chunkRef{key: key + 1}, func(ref chunkRef) bool {
-			next = ref
-			return false
-		}, &t.hint)
-		if next.c == nil {
-			return replaced, absorbed
-		}
+func (t *rangeTree) absorbAfter(at int, merged *Range, replaced []Range, absorbed uint64) ([]Range, uint64) {
+	next := at + 1
+	for next < len(t.dir) {
 		k := 0
-		for _, n := range next.c.ranges {
+		for _, n := range t.dir[next].c.ranges {
 			if n.Start > merged.End {
 				break
 			}
@@ -210,25 +204,27 @@ func (t *rangeTree) absorbAfter(key uint64, merged *Range, replaced []Range, abs
 		switch {
 		case k == 0:
 			return replaced, absorbed
-		case k == len(next.c.ranges):
-			t.chunks.DeleteHint(next, &t.hint)
+		case k == len(t.dir[next].c.ranges):
+			t.dir = slices.Delete(t.dir, next, next+1)
 		default:
 			c := t.own(next)
 			c.ranges = slices.Delete(c.ranges, 0, k)
 			return replaced, absorbed
 		}
 	}
+	return replaced, absorbed
 }
 
-// insert puts r at index j of c, the owned chunk keyed key, splitting a full
-// chunk in two halves.
-func (t *rangeTree) insert(key uint64, c *chunk, j int, r Range) {
+// insert puts r at index j of c, the owned chunk at directory index at,
+// splitting a full chunk in two halves.
+func (t *rangeTree) insert(at int, c *chunk, j int, r Range) {
 	if len(c.ranges) < chunkMax {
 		c.ranges = slices.Insert(c.ranges, j, r)
 		return
 	}
 	half := chunkMax / 2
-	right := &chunk{owner: t.id, ranges: slices.Clone(c.ranges[half:])}
+	right := &chunk{owner: t.id, ranges: make([]Range, chunkMax-half, chunkMax)}
+	copy(right.ranges, c.ranges[half:])
 	clear(c.ranges[half:])
 	c.ranges = c.ranges[:half]
 	if j <= half {
@@ -236,32 +232,39 @@ func (t *rangeTree) insert(key uint64, c *chunk, j int, r Range) {
 	} else {
 		right.ranges = slices.Insert(right.ranges, j-half, r)
 	}
-	t.chunks.SetHint(chunkRef{key: right.ranges[0].Start, c: right}, &t.hint)
+	t.dir = slices.Insert(t.dir, at+1, chunkRef{key: right.ranges[0].Start, c: right})
 }
 
-// route returns the chunk that id x routes to; the tree must not be empty.
-// It takes no path hint: random additions miss it, and a missed hint made
-// them slower than a plain search.
-func (t *rangeTree) route(x uint64) chunkRef {
-	var ref chunkRef
-	t.chunks.Descend(chunkRef{key: x}, func(r chunkRef) bool {
-		ref = r
-		return false
-	})
-	return ref
+// route returns the directory index of the chunk that id x routes to: the
+// last whose key is at or below x. The tree must not be empty, and the
+// first key is 0, so there is one.
+func (t *rangeTree) route(x uint64) int {
+	lo, hi := 0, len(t.dir)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.dir[m].key <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
 }
 
 // Descend yields, from the last range starting at or before pivot.Start
 // down to the first, the ranges in descending order.
 func (t *rangeTree) Descend(pivot Range, yield func(Range) bool) {
-	t.chunks.Descend(chunkRef{key: pivot.Start}, func(ref chunkRef) bool {
-		for i := len(ref.c.ranges) - 1; i >= 0; i-- {
-			if r := ref.c.ranges[i]; r.Start <= pivot.Start && !yield(r) {
-				return false
+	if t.n == 0 {
+		return
+	}
+	for ci := t.route(pivot.Start); ci >= 0; ci-- {
+		rs := t.dir[ci].c.ranges
+		for i := len(rs) - 1; i >= 0; i-- {
+			if r := rs[i]; r.Start <= pivot.Start && !yield(r) {
+				return
 			}
 		}
-		return true
-	})
+	}
 }
 
 // Ascend yields the ranges starting at or after pivot.Start in ascending
@@ -270,45 +273,40 @@ func (t *rangeTree) Ascend(pivot Range, yield func(Range) bool) {
 	if t.n == 0 {
 		return
 	}
-	from := t.route(pivot.Start)
-	t.chunks.Ascend(from, func(ref chunkRef) bool {
+	for _, ref := range t.dir[t.route(pivot.Start):] {
 		for _, r := range ref.c.ranges {
 			if r.Start >= pivot.Start && !yield(r) {
-				return false
+				return
 			}
 		}
-		return true
-	})
+	}
 }
 
 // Scan yields every range in ascending order.
 func (t *rangeTree) Scan(yield func(Range) bool) {
-	t.chunks.Scan(func(ref chunkRef) bool {
+	for _, ref := range t.dir {
 		for _, r := range ref.c.ranges {
 			if !yield(r) {
-				return false
+				return
 			}
 		}
-		return true
-	})
+	}
 }
 
 func (t *rangeTree) first() (Range, bool) {
-	ref, ok := t.chunks.Min()
-	if !ok {
+	if t.n == 0 {
 		return Range{}, false
 	}
-	return ref.c.ranges[0], true
+	return t.dir[0].c.ranges[0], true
 }
 
 func (t *rangeTree) last() (Range, bool) {
 	c := t.tail
 	if c == nil {
-		ref, ok := t.chunks.Max()
-		if !ok {
+		if t.n == 0 {
 			return Range{}, false
 		}
-		c = ref.c
+		c = t.dir[len(t.dir)-1].c
 	}
 	return c.ranges[len(c.ranges)-1], true
 }

@@ -17,7 +17,7 @@ func layoutError(s *RangeSet) error {
 	var err error
 	n, index := 0, 0
 	var prev *chunk
-	t.chunks.Scan(func(ref chunkRef) bool {
+	for _, ref := range t.dir {
 		c := ref.c
 		switch {
 		case len(c.ranges) == 0 || len(c.ranges) > chunkMax:
@@ -32,8 +32,10 @@ func layoutError(s *RangeSet) error {
 		n += len(c.ranges)
 		prev = c
 		index++
-		return err == nil
-	})
+		if err != nil {
+			break
+		}
+	}
 	switch {
 	case err != nil:
 		return err
