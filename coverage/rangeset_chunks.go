@@ -188,9 +188,12 @@ func (t *rangeTree) merge(r Range, replaced []Range) Merge {
 
 // absorbAfter removes from the chunks after directory index at the leading
 // ranges that start at or before merged's end, widening merged by them.
+// Chunks absorbed whole leave the directory in one deletion, so a wide
+// addition costs one copy of the directory, not one per chunk.
 func (t *rangeTree) absorbAfter(at int, merged *Range, replaced []Range, absorbed uint64) ([]Range, uint64) {
 	next := at + 1
-	for next < len(t.dir) {
+	defer func(from int) { t.dir = slices.Delete(t.dir, from, next) }(next)
+	for ; next < len(t.dir); next++ {
 		k := 0
 		for _, n := range t.dir[next].c.ranges {
 			if n.Start > merged.End {
@@ -204,9 +207,7 @@ func (t *rangeTree) absorbAfter(at int, merged *Range, replaced []Range, absorbe
 		switch {
 		case k == 0:
 			return replaced, absorbed
-		case k == len(t.dir[next].c.ranges):
-			t.dir = slices.Delete(t.dir, next, next+1)
-		default:
+		case k < len(t.dir[next].c.ranges):
 			c := t.own(next)
 			c.ranges = slices.Delete(c.ranges, 0, k)
 			return replaced, absorbed
