@@ -170,7 +170,7 @@ func writeVerified(ctx context.Context, tbl *table.Table, what string, rec arrow
 	}
 	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
 	var files []ice.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](records)) {
+	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](records), table.WithParquetRowGroupLimit(RowGroupRows)) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: writing data files of %s to %s: %w", coverage.ErrUnavailable, what, ident, err)
 		}

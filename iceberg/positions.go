@@ -44,7 +44,7 @@ func OpenPositions(ctx context.Context, cat catalog.Catalog, opts Options, name,
 	if name == "" {
 		name = PositionsTableName
 	}
-	t, err := openTable(ctx, cat, opts, name, PositionsSchema(), PositionsSpec(), KindPositions)
+	t, err := openTable(ctx, cat, opts, name, PositionsSchema(), PositionsSpec(), table.UnsortedSortOrder, KindPositions)
 	if err != nil {
 		return nil, err
 	}

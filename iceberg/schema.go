@@ -51,6 +51,29 @@ func CoverageSchema() *ice.Schema {
 	)
 }
 
+// RowGroupRows caps the rows of each Parquet row group covmirror writes.
+// Rows are written in CoverageSortOrder, so a row group spans few
+// destinations and a reader that filters on topic and partition (a new
+// owner's Resume) skips the other groups by their column statistics.
+// iceberg-go's default, 1,048,576 rows, puts a whole compacted sink in one
+// group, which no filter can skip.
+const RowGroupRows = 8192
+
+// CoverageSortOrder is the coverage table's declared sort order: sink,
+// topic, partition, range_start, the order checkpoints (durable.Checkpoint
+// holds its destinations sorted) and compaction write their rows in.
+func CoverageSortOrder() (table.SortOrder, error) {
+	var fields []table.SortField
+	for _, id := range []int{1, 2, 3, 4} {
+		fields = append(fields, table.SortField{SourceIDs: []int{id}, Transform: ice.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst})
+	}
+	order, err := table.NewSortOrder(1, fields)
+	if err != nil {
+		return table.SortOrder{}, fmt.Errorf("iceberg: the coverage sort order: %w", err)
+	}
+	return order, nil
+}
+
 // CoverageSpec partitions the coverage table by sink key.
 func CoverageSpec() ice.PartitionSpec {
 	return ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{9}, FieldID: 1000, Name: ColSinkKey, Transform: ice.IdentityTransform{}})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,12 +97,18 @@ type Table struct {
 // missing. An existing table with an incompatible schema fails with
 // ErrIncompatibleTable and is left as it is.
 func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error) {
-	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), KindCoverage)
+	order, err := CoverageSortOrder()
+	if err != nil {
+		return nil, err
+	}
+	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), order, KindCoverage)
 }
 
-// openTable opens or creates the table name in opts.Namespace with schema
-// and spec, refusing an existing table whose schema is incompatible.
-func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name string, schema *ice.Schema, spec ice.PartitionSpec, kind string) (*Table, error) {
+// openTable opens or creates the table name in opts.Namespace with schema,
+// spec and sort order, refusing an existing table whose schema is
+// incompatible. An existing table keeps the sort order it has: covmirror
+// never alters a table.
+func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name string, schema *ice.Schema, spec ice.PartitionSpec, order table.SortOrder, kind string) (*Table, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -117,7 +124,7 @@ func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name stri
 	}
 	tbl, err := cat.LoadTable(ctx, t.ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		tbl, err = t.create(ctx, schema, spec, kind)
+		tbl, err = t.create(ctx, schema, spec, order, kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading table %s: %w", coverage.ErrUnavailable, t.Name(), err)
@@ -131,9 +138,10 @@ func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name stri
 	return t, nil
 }
 
-func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.PartitionSpec, kind string) (*table.Table, error) {
+func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.PartitionSpec, order table.SortOrder, kind string) (*table.Table, error) {
 	tbl, err := t.cat.CreateTable(ctx, t.ident, schema,
 		catalog.WithPartitionSpec(&spec),
+		catalog.WithSortOrder(order),
 		catalog.WithProperties(ice.Properties{
 			table.PropertyFormatVersion:    "2",
 			table.ManifestMergeEnabledKey:  "true",
@@ -147,6 +155,8 @@ func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.Partiti
 			table.MetadataDeleteAfterCommitEnabledKey: "true",
 			table.MetadataPreviousVersionsMaxKey:      "20",
 			table.WriteTargetFileSizeBytesKey:         "134217728",
+			// Other engines writing to the table keep covmirror's row groups.
+			table.ParquetRowGroupLimitKey: strconv.Itoa(RowGroupRows),
 		}))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return t.cat.LoadTable(ctx, t.ident) // another process created it first

@@ -176,6 +176,7 @@ func rowsRecord(b *testing.B, tbl *table.Table, d coverage.Destination, ranges [
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer bld.Release()
 	now, _ := arrow.TimestampFromTime(time.Now(), arrow.Microsecond)
+	key := iceberg.PathKey(d.Sink)
 	for _, r := range ranges {
 		bld.Field(0).(*array.StringBuilder).Append(d.Sink)
 		bld.Field(1).(*array.StringBuilder).Append(d.Topic)
@@ -185,6 +186,7 @@ func rowsRecord(b *testing.B, tbl *table.Table, d coverage.Destination, ranges [
 		bld.Field(5).(*array.StringBuilder).Append("bench")
 		bld.Field(6).(*array.StringBuilder).Append("baseline")
 		bld.Field(7).(*array.TimestampBuilder).Append(now)
+		bld.Field(8).(*array.StringBuilder).Append(key)
 	}
 	return bld.NewRecordBatch()
 }

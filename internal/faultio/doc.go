@@ -4,6 +4,9 @@
 // commit's result) use that IO, so that real iceberg-go writes and commits
 // in a real catalog go through it.
 //
+// The IO also counts the bytes read per path, so a test can show that a
+// filtered read skipped what it should (Injector.BytesRead).
+//
 // Faults are deterministic: a Rule fails the Nth matching operation, or
 // each matching operation with a probability drawn from the Injector's
 // seed (the same seed and the same sequence of operations fail the same

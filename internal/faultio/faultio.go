@@ -87,6 +87,7 @@ type Injector struct {
 	rng    *rand.Rand
 	rules  []*rule
 	events []Event
+	read   map[string]int64 // bytes read through opened files, by path
 }
 
 // New returns an Injector whose random draws come from seed.
@@ -120,6 +121,33 @@ func (in *Injector) Events() []Event {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return append([]Event(nil), in.events...)
+}
+
+// BytesRead is how many bytes were read, through files the wrapped IO
+// opened, from paths containing match ("" matches every path): what a test
+// of a reader's pruning compares.
+func (in *Injector) BytesRead(match string) int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var n int64
+	for path, b := range in.read {
+		if strings.Contains(path, match) {
+			n += b
+		}
+	}
+	return n
+}
+
+func (in *Injector) countRead(path string, n int) {
+	if in == nil || n <= 0 {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.read == nil {
+		in.read = map[string]int64{}
+	}
+	in.read[path] += int64(n)
 }
 
 // decide reports whether op on path fails, whether after success, and the

@@ -14,7 +14,8 @@ import (
 var ErrUnsupported = errors.New("faultio: the wrapped IO does not support this operation")
 
 // Wrap returns inner with in's faults: creates, writes and closes of files
-// it writes may fail; reads, stats, listings and removals pass through.
+// it writes may fail; reads, stats, listings and removals pass through, the
+// bytes read counted (Injector.BytesRead).
 func (in *Injector) Wrap(inner icebergio.IO) icebergio.IO { return &faultIO{inner: inner, in: in} }
 
 type faultIO struct {
@@ -30,19 +31,50 @@ var (
 	_ icebergio.RemoveAllIO = (*faultIO)(nil)
 )
 
-func (f *faultIO) Open(name string) (icebergio.File, error) { return f.inner.Open(name) }
-func (f *faultIO) Remove(name string) error                 { return f.inner.Remove(name) }
+func (f *faultIO) Remove(name string) error { return f.inner.Remove(name) }
+
+// Open opens name for reading; the bytes read through it are counted.
+func (f *faultIO) Open(name string) (icebergio.File, error) {
+	file, err := f.inner.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{File: file, in: f.in, name: name}, nil
+}
+
+// countingFile counts the bytes read through it (Injector.BytesRead).
+type countingFile struct {
+	icebergio.File
+	in   *Injector
+	name string
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	c.in.countRead(c.name, n)
+	return n, err
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.File.ReadAt(p, off)
+	c.in.countRead(c.name, n)
+	return n, err
+}
 
 func (f *faultIO) ReadFile(name string) ([]byte, error) {
 	if r, ok := f.inner.(icebergio.ReadFileIO); ok {
-		return r.ReadFile(name)
+		b, err := r.ReadFile(name)
+		f.in.countRead(name, len(b))
+		return b, err
 	}
 	file, err := f.inner.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return stdio.ReadAll(file)
+	b, err := stdio.ReadAll(file)
+	f.in.countRead(name, len(b))
+	return b, err
 }
 
 func (f *faultIO) Stat(name string) (fs.FileInfo, error) {
