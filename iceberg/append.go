@@ -86,7 +86,8 @@ func (t *Table) appendRows(ctx context.Context, st stamp, mayHaveLanded bool, bu
 }
 
 // writeFiles lays the rows out in tbl's arrow schema with build and writes
-// them through the verified writer.
+// them through the verified writer, in row groups of RowGroupRows: it
+// writes coverage rows only (a TableSink's own table keeps its settings).
 func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, build func(*arrow.Schema) (arrow.RecordBatch, error)) ([]ice.DataFile, error) {
 	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
@@ -97,7 +98,7 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, b
 		return nil, err
 	}
 	defer rec.Release()
-	files, err := writeVerified(ctx, tbl, name, rec)
+	files, err := writeVerified(ctx, tbl, name, rec, table.WithParquetRowGroupLimit(RowGroupRows))
 	if err != nil {
 		return nil, err
 	}

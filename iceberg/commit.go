@@ -162,7 +162,7 @@ func commitBackoff(n int) time.Duration {
 // writer can return without an error and without one partition's file
 // (when that partition's directory cannot be made, say); its nil is not
 // trusted. Any mismatch is ErrUnverifiedWrite and nothing is committed.
-func writeVerified(ctx context.Context, tbl *table.Table, what string, rec arrow.RecordBatch) ([]ice.DataFile, error) {
+func writeVerified(ctx context.Context, tbl *table.Table, what string, rec arrow.RecordBatch, opts ...table.WriteRecordOption) ([]ice.DataFile, error) {
 	ident := strings.Join(tbl.Identifier(), ".")
 	want, keyOf, err := rowsPerPartition(tbl, rec)
 	if err != nil {
@@ -170,7 +170,7 @@ func writeVerified(ctx context.Context, tbl *table.Table, what string, rec arrow
 	}
 	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
 	var files []ice.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](records), table.WithParquetRowGroupLimit(RowGroupRows)) {
+	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](records), opts...) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: writing data files of %s to %s: %w", coverage.ErrUnavailable, what, ident, err)
 		}
