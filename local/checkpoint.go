@@ -177,8 +177,8 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 		}
 		return nil, coverage.StoreError("begin checkpoint", fmt.Errorf("%w: %s, begun %s", ErrCheckpointInFlight, c.inFlight.Name(), c.inFlight.BegunAt.Format(time.RFC3339)))
 	}
-	sets := map[coverage.Destination]coverage.RangeSet{}
-	cp := &Checkpoint{ID: c.nextID, Store: c.store, Run: c.run, BegunAt: s.opts.Now().UTC(), Ranges: s.pendingLocked(sets)}
+	ranges, sets := s.pendingLocked()
+	cp := &Checkpoint{ID: c.nextID, Store: c.store, Run: c.run, BegunAt: s.opts.Now().UTC(), Ranges: ranges}
 	if len(cp.Ranges) == 0 {
 		return nil, nil
 	}
@@ -198,27 +198,27 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	}
 	c.nextID = cp.ID + 1
 	c.inFlight, c.handed = cp, true
-	for d, st := range s.dests {
-		st.recordedSinceBegin = time.Time{}
-		if !st.pending.isEmpty() {
-			st.inFlight, st.pending = sets[d], pendingLog{}
-		}
+	for _, o := range s.orderedLocked() {
+		o.st.recordedSinceBegin = time.Time{}
+	}
+	for i, dr := range ranges {
+		st := s.dests[dr.Destination]
+		st.inFlight, st.pending = sets[i], pendingLog{}
 	}
 	return cloneCheckpoint(cp), nil
 }
 
-// pendingLocked is, per destination, what is covered and neither
-// checkpointed nor in flight; each destination's set goes into sets too.
-func (s *Store) pendingLocked(sets map[coverage.Destination]coverage.RangeSet) []coverage.DestinationRanges {
-	var out []coverage.DestinationRanges
-	for _, d := range s.sortedDestinationsLocked() {
-		if st := s.dests[d]; !st.pending.isEmpty() {
-			set := st.pending.set()
-			sets[d] = set
-			out = append(out, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
+// pendingLocked is, per destination in order, what is covered and neither
+// checkpointed nor in flight; sets[i] is ranges[i]'s as a set.
+func (s *Store) pendingLocked() (ranges []coverage.DestinationRanges, sets []coverage.RangeSet) {
+	for _, o := range s.orderedLocked() {
+		if !o.st.pending.isEmpty() {
+			set := o.st.pending.set()
+			sets = append(sets, set)
+			ranges = append(ranges, coverage.DestinationRanges{Destination: o.d, Ranges: set.Ranges()})
 		}
 	}
-	return out
+	return ranges, sets
 }
 
 // CommitCheckpoint marks cp's ranges checkpointed, atomically and durably.
@@ -245,8 +245,13 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	// Records staged since begin go in first: the marks below decide
 	// pendingSince from the in-memory state, which includes them.
 	s.addStagedLocked(b)
-	marked := make(map[coverage.Destination]coverage.RangeSet, len(inFlight.Ranges))
-	since := make(map[coverage.Destination]time.Time, len(inFlight.Ranges))
+	// What changes in memory once the batch is committed, per destination.
+	type mark struct {
+		st    *destState
+		set   coverage.RangeSet
+		since time.Time
+	}
+	marks := make([]mark, 0, len(inFlight.Ranges))
 	var replaced []coverage.Range
 	var value [8]byte
 	for _, dr := range inFlight.Ranges {
@@ -273,17 +278,17 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 				_ = b.Set(key(m.Merged.Start), value[:], nil)
 			}
 		}
-		marked[d] = set
-		since[d] = st.pendingSince
+		m := mark{st: st, set: set, since: st.pendingSince}
 		if st.pending.isEmpty() {
-			since[d] = time.Time{}
-			_ = b.Delete(destinationPrefix(nil, kindPendingSince, d), nil)
+			m.since = time.Time{}
+			_ = b.Delete(destinationPrefix(prefix[:0], kindPendingSince, d), nil)
 		} else if !inFlight.Resumed && !st.recordedSinceBegin.IsZero() {
 			// Everything pending at begin was in cp: what remains was
 			// recorded since.
-			since[d] = st.recordedSinceBegin
-			_ = b.Set(destinationPrefix(nil, kindPendingSince, d), encodeUint64(uint64(since[d].UnixNano())), nil)
+			m.since = st.recordedSinceBegin
+			_ = b.Set(destinationPrefix(prefix[:0], kindPendingSince, d), encodeUint64(uint64(m.since.UnixNano())), nil)
 		}
+		marks = append(marks, m)
 	}
 	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
@@ -291,10 +296,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	if err := s.commitLocked(b, s.writeOpts); err != nil {
 		return coverage.StoreError("commit checkpoint", fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
 	}
-	for d, set := range marked {
-		st := s.dests[d]
-		st.checkpointed, st.inFlight = set, coverage.RangeSet{}
-		st.pendingSince = since[d]
+	for _, m := range marks {
+		m.st.checkpointed, m.st.inFlight = m.set, coverage.RangeSet{}
+		m.st.pendingSince = m.since
 	}
 	s.ckpt.lastID, s.ckpt.lastAt, s.ckpt.inFlight = inFlight.ID, now, nil
 	return nil

@@ -117,6 +117,7 @@ func (s *Store) state(d coverage.Destination) *destState {
 	if st == nil {
 		st = &destState{}
 		s.dests[d] = st
+		s.ordered = nil
 	}
 	return st
 }

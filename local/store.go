@@ -34,7 +34,11 @@ type Store struct {
 	// key, plus the staged writes in w (writes.go). It is rebuilt from Pebble
 	// on open; Record changes it once the sink's acknowledgement is in hand,
 	// checkpoint marks only after their Pebble commit succeeded.
-	dests    map[coverage.Destination]*destState
+	dests map[coverage.Destination]*destState
+	// ordered is dests in destination order, for checkpoints; nil once a
+	// destination is added, and rebuilt by the next checkpoint. A pod meets
+	// new destinations rarely, so most checkpoints sort nothing.
+	ordered  []orderedDest
 	batch    *pebble.Batch // reused by flushLocked and the write-behind commit, one at a time
 	w        uncommitted
 	keyBuf   []byte
@@ -247,11 +251,7 @@ func (s *Store) recordableLocked() error {
 
 // recordLocked merges r into d's coverage and stages the keys that change.
 func (s *Store) recordLocked(d coverage.Destination, r coverage.Range, now time.Time) error {
-	st := s.dests[d]
-	if st == nil {
-		st = &destState{}
-		s.dests[d] = st
-	}
+	st := s.state(d)
 	m, err := st.covered.MergeRange(r, s.mergeBuf)
 	if err != nil {
 		return coverage.NewError("record", d, r, err)
@@ -314,6 +314,24 @@ func (s *Store) Destinations(ctx context.Context) ([]coverage.Destination, error
 		return nil, coverage.StoreError("destinations", coverage.ErrClosed)
 	}
 	return s.sortedDestinationsLocked(), nil
+}
+
+// orderedDest is one entry of Store.ordered.
+type orderedDest struct {
+	d  coverage.Destination
+	st *destState
+}
+
+// orderedLocked is every destination in order with its state.
+func (s *Store) orderedLocked() []orderedDest {
+	if s.ordered == nil {
+		s.ordered = make([]orderedDest, 0, len(s.dests))
+		for d, st := range s.dests {
+			s.ordered = append(s.ordered, orderedDest{d, st})
+		}
+		slices.SortFunc(s.ordered, func(a, b orderedDest) int { return a.d.Compare(b.d) })
+	}
+	return s.ordered
 }
 
 func (s *Store) sortedDestinationsLocked() []coverage.Destination {
