@@ -32,7 +32,10 @@ test-integration:
 # for the local tier, raw iceberg-go appends for checkpoints, an iceberg-go
 # scan with Go-side gaps for the DuckDB gaps query, a plain multi-row
 # INSERT for a PostgreSQL checkpoint and the Iceberg table for a destination
-# of a million gaps. The postgres benchmarks take their own run counts.
+# of a million gaps. The scale scenario (10,000 destinations, a million
+# ranges) sets Resume of one partition beside a full-table read, the queries
+# beside the Go planner, and a checkpoint beside a raw append, with the peak
+# heap of each. The postgres benchmarks take their own run counts.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
@@ -40,6 +43,7 @@ bench:
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
+	$(GO) test -v -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 30m ./queries
 	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object

@@ -5,15 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/scale"
 )
 
 // BenchmarkCheckpointVsAppend times a checkpoint of D pending ranges (Sync:
@@ -55,15 +53,12 @@ func BenchmarkCheckpointVsAppend(b *testing.B) {
 				// The baseline starts from the same ranges: laying them out
 				// as arrow rows is part of any append.
 				start = time.Now()
-				rec := rowsRecord(b, raw, dest, ranges)
-				rdr, _ := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
-				next, err := raw.Append(ctx, rdr, nil)
+				next, err := scale.RawAppend(ctx, raw, []coverage.DestinationRanges{{Destination: dest, Ranges: ranges}})
 				if err != nil {
 					b.Fatal(err)
 				}
 				rawTime += time.Since(start)
 				raw = next
-				rec.Release()
 			}
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 			b.ReportMetric(per(ckptTime), "checkpoint-ms")
@@ -167,26 +162,3 @@ func (e *benchEnv) rawTable(b *testing.B) *table.Table {
 	return tbl
 }
 
-func rowsRecord(b *testing.B, tbl *table.Table, d coverage.Destination, ranges []coverage.Range) arrow.RecordBatch {
-	b.Helper()
-	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer bld.Release()
-	now, _ := arrow.TimestampFromTime(time.Now(), arrow.Microsecond)
-	key := iceberg.PathKey(d.Sink)
-	for _, r := range ranges {
-		bld.Field(0).(*array.StringBuilder).Append(d.Sink)
-		bld.Field(1).(*array.StringBuilder).Append(d.Topic)
-		bld.Field(2).(*array.Int32Builder).Append(d.Partition)
-		bld.Field(3).(*array.Int64Builder).Append(int64(r.Start))
-		bld.Field(4).(*array.Int64Builder).Append(int64(r.End))
-		bld.Field(5).(*array.StringBuilder).Append("bench")
-		bld.Field(6).(*array.StringBuilder).Append("baseline")
-		bld.Field(7).(*array.TimestampBuilder).Append(now)
-		bld.Field(8).(*array.StringBuilder).Append(key)
-	}
-	return bld.NewRecordBatch()
-}
