@@ -103,9 +103,17 @@ func (c Config) GapsOf(d coverage.Destination) []coverage.Range {
 	return out
 }
 
+// Pods expire snapshots every mirror.DefaultExpireEvery checkpoints,
+// keeping the last 20 and those younger than 15 minutes; a build is shorter
+// than that, so the age limit is lowered as it would have passed.
+var expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: iceberg.DefaultRetainLast}
+
+const expireEvery = 20
+
 // Build appends the scenario's rows to tbl in c.Checkpoints appends (round
 // by round, each round's ranges of every destination spread over
-// consecutive appends, the writers taking turns), then compacts it.
+// consecutive appends, the writers taking turns), expiring snapshots as the
+// pods do, then compacts it.
 func Build(ctx context.Context, tbl *iceberg.Table, c Config) (compaction.Result, error) {
 	dests := c.Destinations()
 	per := (c.Rows() + c.Checkpoints - 1) / c.Checkpoints
@@ -119,6 +127,9 @@ func Build(ctx context.Context, tbl *iceberg.Table, c Config) (compaction.Result
 		writer := fmt.Sprintf("pod-%d", n%max(c.Writers, 1))
 		err := tbl.Append(ctx, iceberg.Commit{Name: fmt.Sprintf("%s/%d", writer, n), Writer: writer, Ranges: pending})
 		pending, n = nil, n+1
+		if err == nil && n%expireEvery == 0 {
+			_, err = tbl.ExpireSnapshots(ctx, expire)
+		}
 		return err
 	}
 	for i := range c.Gaps {
