@@ -46,7 +46,9 @@ type Store struct {
 	freshBuf []coverage.Range
 	ckpt     checkpointState
 	closed   bool
-	lockKept bool // closePebble left the directory locked (a Pebble goroutine is parked)
+	// closeDone is closed when the first Close has ended.
+	closeDone chan struct{}
+	lockKept  bool // closePebble left the directory locked (a Pebble goroutine is parked)
 }
 
 // destState is one destination's coverage as this pod believes it.
@@ -344,11 +346,20 @@ func (s *Store) sortedDestinationsLocked() []coverage.Destination {
 // and the directory's lock are left to the process's exit.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		// A Close under way releases mu while it waits for a write-behind
+		// commit: wait for it to end, so that a nil here means closed.
+		done := s.closeDone
+		s.mu.Unlock()
+		if done != nil {
+			<-done
+		}
 		return nil
 	}
 	s.closed = true
+	s.closeDone = make(chan struct{})
+	defer close(s.closeDone)
+	defer s.mu.Unlock()
 	// No db.Flush: the WAL is replayed at Open, and a flush rotates the WAL,
 	// where Pebble panics unrecoverably if the disk has failed (watchfs.go).
 	err := errors.Join(s.flushLocked(), s.closePebble(s.lock))

@@ -41,6 +41,11 @@ type uncommitted struct {
 	inFlightSince time.Time
 	spare         map[string][]byte // an emptied ops map, reused
 	idle          *sync.Cond        // on Store.mu
+	// waiters counts writes waiting on idle. While one waits no new
+	// write-behind starts: the waiter writes what is staged itself, and
+	// Records arriving between each commit's end and the waiter's turn
+	// would otherwise keep it waiting for as long as they come.
+	waiters int
 
 	failures int       // consecutive failed writes; 0 after a success
 	lastErr  error     // the last failed write's error
@@ -73,8 +78,7 @@ func (s *Store) maybeFlushLocked(now time.Time) error {
 		return s.flushLocked()
 	}
 	if s.w.failures == 0 && now.Sub(s.w.since) >= s.opts.CommitDelay {
-		s.writeBehindLocked()
-		return nil
+		return s.writeBehindLocked()
 	}
 	s.armLocked()
 	return nil
@@ -82,14 +86,18 @@ func (s *Store) maybeFlushLocked(now time.Time) error {
 
 // writeBehindLocked starts committing the staged ops outside Store.mu,
 // unless a write-behind commit is running: its end arms the timer for what
-// was staged meanwhile.
-func (s *Store) writeBehindLocked() {
+// was staged meanwhile. It fails only on a failed store, whose error the
+// Record that got here returns.
+func (s *Store) writeBehindLocked() error {
 	if s.w.inFlight != nil || len(s.w.ops) == 0 || s.closed {
-		return
+		return nil
+	}
+	if s.w.waiters > 0 {
+		s.armLocked() // in case the waiter ends without writing them
+		return nil
 	}
 	if err := s.health.failed(); err != nil {
-		_ = s.commitFailedLocked(len(s.w.ops), err) // counted for Diagnostics; never retried
-		return
+		return s.commitFailedLocked(len(s.w.ops), err) // counted for Diagnostics; never retried
 	}
 	b := s.batch
 	b.Reset()
@@ -100,6 +108,7 @@ func (s *Store) writeBehindLocked() {
 		s.w.ops = make(map[string][]byte, len(s.w.inFlight))
 	}
 	go s.commitBehind(b)
+	return nil
 }
 
 // commitBehind commits b, the in-flight ops, and then settles them under
@@ -136,9 +145,11 @@ func (s *Store) commitBehind(b *pebble.Batch) {
 // other write calls it before it reads the state it writes: Store.mu is
 // released while waiting.
 func (s *Store) waitWriteBehindLocked() {
+	s.w.waiters++
 	for s.w.inFlight != nil {
 		s.w.idle.Wait()
 	}
+	s.w.waiters--
 }
 
 // armLocked makes sure a timer will write the staged ops: after
@@ -165,7 +176,7 @@ func (s *Store) flushFromTimer() {
 	}
 	// On a failed store this only records the failure for Diagnostics: the
 	// staged ops stay, covered in memory, and no retry is armed.
-	s.writeBehindLocked() // logged, counted and re-armed there
+	_ = s.writeBehindLocked() // logged, counted and re-armed there
 }
 
 // flushLocked commits the staged ops in one Pebble batch, after the
