@@ -49,7 +49,7 @@ func BenchmarkGapsQuery(b *testing.B) {
 				}
 
 				start = time.Now()
-				tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxBatches: 1 << 62})
+				tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxBatches: 1 << 62, MaxTasks: -1})
 				if err != nil {
 					b.Fatal(err)
 				}
