@@ -161,4 +161,3 @@ func (e *benchEnv) rawTable(b *testing.B) *table.Table {
 	}
 	return tbl
 }
-
