@@ -7,19 +7,20 @@
 -- whole hole, unless the reference has no rows at all (a misspelt
 -- reference). `covmirror gaps --json` gives the same rows, computed in Go.
 --
--- Rows are merged first (see coverage.sql); then, for each merged reference
--- range and each sink, the sink's merged ranges are clipped to it and the
--- holes between them, before the first and after the last are the gaps. A
--- sink with no rows at all for a reference partition lacks all of it, with
--- $partition set too.
+-- The reference's rows are merged first (see coverage.sql); then, for each
+-- merged reference range and each sink, the sink's rows as they are
+-- (overlapping, repeated) are clipped to it, and a gap is where a row starts
+-- past the furthest end of the rows before it, or the reference range ends
+-- past the furthest end of them all. A sink with no rows at all for a
+-- reference partition lacks all of it, with $partition set too. Only the
+-- reference's rows are merged: a sink's never need to be, which saves the
+-- query two window passes and an aggregate over the largest part of the
+-- table.
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
 WITH topic_rows AS (
-    -- DISTINCT: repeated rows go, and what remains is totally ordered by
-    -- (range_start, range_end) within a destination, so that both window
-    -- passes below see one order (with ties, they need not).
-    SELECT DISTINCT sink, topic, "partition", range_start, range_end
+    SELECT sink, topic, "partition", range_start, range_end
     FROM coverage
     WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
 ),
@@ -27,19 +28,28 @@ selected AS (
     SELECT * FROM topic_rows
     WHERE (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
 ),
+reference_rows AS (
+    -- DISTINCT: repeated rows go, and what remains is totally ordered by
+    -- (range_start, range_end) within a partition, so that both window
+    -- passes below see one order (with ties, they need not).
+    SELECT DISTINCT sink, topic, "partition", range_start, range_end
+    FROM selected
+    WHERE sink = $reference
+),
 running AS (
     SELECT *, max(range_end) OVER (
-        PARTITION BY sink, topic, "partition" ORDER BY range_start, range_end
+        PARTITION BY topic, "partition" ORDER BY range_start, range_end
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_to
-    FROM selected
+    FROM reference_rows
 ),
 numbered AS (
     SELECT *, sum(CASE WHEN covered_to IS NULL OR range_start > covered_to THEN 1 ELSE 0 END) OVER (
-        PARTITION BY sink, topic, "partition" ORDER BY range_start, range_end
+        PARTITION BY topic, "partition" ORDER BY range_start, range_end
         ROWS UNBOUNDED PRECEDING) AS run
     FROM running
 ),
 merged AS (
+    -- the reference's merged ranges
     SELECT sink, topic, "partition", min(range_start) AS range_start, max(range_end) AS range_end
     FROM numbered
     GROUP BY sink, topic, "partition", run
@@ -53,13 +63,12 @@ sinks AS (
 wanted AS (
     SELECT s.sink, r.topic, r."partition", r.range_start AS ref_start, r.range_end AS ref_end
     FROM merged r JOIN sinks s ON s.topic = r.topic
-    WHERE r.sink = $reference
 ),
 clipped AS (
     SELECT w.sink, w.topic, w."partition", w.ref_start, w.ref_end,
            greatest(m.range_start, w.ref_start) AS cov_start,
            least(m.range_end, w.ref_end) AS cov_end
-    FROM wanted w JOIN merged m
+    FROM wanted w JOIN selected m
       ON m.sink = w.sink AND m.topic = w.topic AND m."partition" = w."partition"
      AND m.range_start < w.ref_end AND m.range_end > w.ref_start
 ),
@@ -71,10 +80,15 @@ ends AS (
     SELECT sink, topic, "partition", ref_start, ref_end, ref_end, ref_end FROM wanted
 ),
 holes AS (
-    -- before each covered stretch and before the sentinel: from the end of
-    -- the stretch before, or from the start of the reference range
+    -- before each clipped row and before the sentinel: from the furthest
+    -- end of the rows before it, or from the start of the reference range.
+    -- Rows of equal start and end are interchangeable, so ties in the order
+    -- do not change the result; the sentinel starts at the range's end,
+    -- where no clipped row starts, so it comes last.
     SELECT sink, topic, "partition",
-           coalesce(lag(cov_end) OVER (PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start), ref_start) AS gap_start,
+           coalesce(max(cov_end) OVER (
+               PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start, cov_end
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), ref_start) AS gap_start,
            cov_start AS gap_end
     FROM ends
 ),
