@@ -139,25 +139,28 @@ func openTable(ctx context.Context, cat catalog.Catalog, opts Options, name stri
 }
 
 func (t *Table) create(ctx context.Context, schema *ice.Schema, spec ice.PartitionSpec, order table.SortOrder, kind string) (*table.Table, error) {
+	props := ice.Properties{
+		table.PropertyFormatVersion:    "2",
+		table.ManifestMergeEnabledKey:  "true",
+		table.ManifestMinMergeCountKey: "20",
+		"covmirror.schema":             kind,
+		// The name column's bounds are the whole name in each file
+		// (one key per file), so SinkOf reads even a hashed key's name.
+		table.MetricsModeColumnConfPrefix + "." + ColSink:   "full",
+		table.MetricsModeColumnConfPrefix + "." + ColSource: "full",
+		// Bound the metadata file: it is rewritten on every commit.
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "20",
+		table.WriteTargetFileSizeBytesKey:         "134217728",
+	}
+	if kind == KindCoverage {
+		// Other engines writing to the table keep covmirror's row groups.
+		props[table.ParquetRowGroupLimitKey] = strconv.Itoa(RowGroupRows)
+	}
 	tbl, err := t.cat.CreateTable(ctx, t.ident, schema,
 		catalog.WithPartitionSpec(&spec),
 		catalog.WithSortOrder(order),
-		catalog.WithProperties(ice.Properties{
-			table.PropertyFormatVersion:    "2",
-			table.ManifestMergeEnabledKey:  "true",
-			table.ManifestMinMergeCountKey: "20",
-			"covmirror.schema":             kind,
-			// The name column's bounds are the whole name in each file
-			// (one key per file), so SinkOf reads even a hashed key's name.
-			table.MetricsModeColumnConfPrefix + "." + ColSink:   "full",
-			table.MetricsModeColumnConfPrefix + "." + ColSource: "full",
-			// Bound the metadata file: it is rewritten on every commit.
-			table.MetadataDeleteAfterCommitEnabledKey: "true",
-			table.MetadataPreviousVersionsMaxKey:      "20",
-			table.WriteTargetFileSizeBytesKey:         "134217728",
-			// Other engines writing to the table keep covmirror's row groups.
-			table.ParquetRowGroupLimitKey: strconv.Itoa(RowGroupRows),
-		}))
+		catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return t.cat.LoadTable(ctx, t.ident) // another process created it first
 	}

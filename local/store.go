@@ -46,8 +46,10 @@ type Store struct {
 	freshBuf []coverage.Range
 	ckpt     checkpointState
 	closed   bool
-	// closeDone is closed when the first Close has ended.
+	// closeDone is closed when the first Close has ended, which returned
+	// closeErr.
 	closeDone chan struct{}
+	closeErr  error
 	lockKept  bool // closePebble left the directory locked (a Pebble goroutine is parked)
 }
 
@@ -341,20 +343,22 @@ func (s *Store) sortedDestinationsLocked() []coverage.Destination {
 }
 
 // Close writes what is staged, closes the store and releases its directory.
-// Closing twice is not an error. Closing a failed store returns its failure;
+// Closing again returns what the first Close returned, once it has ended: nil
+// when the store closed cleanly. Closing a failed store returns its failure;
 // if a Pebble goroutine is stopped in it (health.go), that Pebble instance
 // and the directory's lock are left to the process's exit.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		// A Close under way releases mu while it waits for a write-behind
-		// commit: wait for it to end, so that a nil here means closed.
+		// commit: wait for it to end, so that this answer is its answer.
 		done := s.closeDone
 		s.mu.Unlock()
-		if done != nil {
-			<-done
+		if done == nil {
+			return nil
 		}
-		return nil
+		<-done
+		return s.closeErr // written before done was closed
 	}
 	s.closed = true
 	s.closeDone = make(chan struct{})
@@ -362,11 +366,10 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	// No db.Flush: the WAL is replayed at Open, and a flush rotates the WAL,
 	// where Pebble panics unrecoverably if the disk has failed (watchfs.go).
-	err := errors.Join(s.flushLocked(), s.closePebble(s.lock))
-	if err != nil {
-		return fmt.Errorf("local: closing %s: %w", s.opts.Dir, err)
+	if err := errors.Join(s.flushLocked(), s.closePebble(s.lock)); err != nil {
+		s.closeErr = fmt.Errorf("local: closing %s: %w", s.opts.Dir, err)
 	}
-	return nil
+	return s.closeErr
 }
 
 // closePebble closes the Pebble instance and then lock, unless a Pebble
