@@ -93,9 +93,17 @@ func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error)
 	if res.Columns, err = rows.Columns(); err != nil {
 		return nil, fmt.Errorf("queries: %w", err)
 	}
+	// Rows are cut from blocks of values, and one set of scan targets
+	// serves every row: a gaps query can return a million rows.
+	n := len(res.Columns)
+	ptrs := make([]any, n)
+	var block []any
 	for rows.Next() {
-		row := make([]any, len(res.Columns))
-		ptrs := make([]any, len(row))
+		if len(block) < n {
+			block = make([]any, n*1024)
+		}
+		row := block[:n:n]
+		block = block[n:]
 		for i := range row {
 			ptrs[i] = &row[i]
 		}
