@@ -200,7 +200,7 @@ func checkpointVsAppend(b *testing.B, tbl *iceberg.Table, cfg scale.Config) []sc
 	}
 	what := fmt.Sprintf("checkpoint of %d destinations", len(dests))
 	return []scaleFigure{
-		{what, ckptTook, ckptPeak, "raw iceberg-go append", ckptTook.Seconds() / rawTook.Seconds(), "<= 1.2", scaleCheckpointLimit, "checkpoint"},
+		{what, ckptTook, ckptPeak, "raw iceberg-go append", ckptTook.Seconds() / rawTook.Seconds(), "", scaleCheckpointLimit, "checkpoint"},
 		{"raw iceberg-go append of the same rows", rawTook, rawPeak, "", 0, "", 0, "raw-append"},
 	}
 }
