@@ -7,15 +7,15 @@
 -- whole hole, unless the reference has no rows at all (a misspelt
 -- reference). `covmirror gaps --json` gives the same rows, computed in Go.
 --
--- The reference's rows are merged first (see coverage.sql); then, for each
--- merged reference range and each sink, the sink's rows as they are
--- (overlapping, repeated) are clipped to it, and a gap is where a row starts
--- past the furthest end of the rows before it, or the reference range ends
--- past the furthest end of them all. A sink with no rows at all for a
--- reference partition lacks all of it, with $partition set too. Only the
--- reference's rows are merged: a sink's never need to be, which saves the
--- query two window passes and an aggregate over the largest part of the
--- table.
+-- The reference's rows are merged first (see coverage.sql). A sink's rows
+-- are not: one window pass over them as they are (overlapping, repeated)
+-- finds its holes, where a row starts past the furthest end of the rows
+-- before it, plus before its first row and after its last; a sink with no
+-- rows at all for a reference partition lacks all of it, with $partition
+-- set too. Its gaps are its holes within the reference's merged ranges.
+-- Not merging the sinks' rows saves two window passes and an aggregate over
+-- the largest part of the table; the join is of holes, not rows, so rows
+-- that overlap many reference ranges cost no more than their holes.
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
@@ -60,37 +60,48 @@ sinks AS (
     SELECT DISTINCT sink, topic FROM topic_rows
     WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
-wanted AS (
-    SELECT s.sink, r.topic, r."partition", r.range_start AS ref_start, r.range_end AS ref_end
-    FROM merged r JOIN sinks s ON s.topic = r.topic
+sink_rows AS (
+    SELECT * FROM selected
+    WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
-clipped AS (
-    SELECT w.sink, w.topic, w."partition", w.ref_start, w.ref_end,
-           greatest(m.range_start, w.ref_start) AS cov_start,
-           least(m.range_end, w.ref_end) AS cov_end
-    FROM wanted w JOIN selected m
-      ON m.sink = w.sink AND m.topic = w.topic AND m."partition" = w."partition"
-     AND m.range_start < w.ref_end AND m.range_end > w.ref_start
+sink_running AS (
+    -- one window pass over each sink's rows as they are: the furthest end
+    -- of the rows before each (ties are between identical rows, which
+    -- order either way)
+    SELECT *, max(range_end) OVER (
+        PARTITION BY sink, topic, "partition" ORDER BY range_start, range_end
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_to
+    FROM sink_rows
 ),
-ends AS (
-    SELECT sink, topic, "partition", ref_start, ref_end, cov_start, cov_end FROM clipped
+sink_holes AS (
+    -- what a sink lacks in a partition, as disjoint holes: before its first
+    -- row and where a row starts past the furthest end of the rows before
+    -- it, after its last row, and all of a partition of the reference it
+    -- has no rows in (a sink of the topic that never wrote it)
+    SELECT sink, topic, "partition", coalesce(covered_to, 0) AS hole_start, range_start AS hole_end
+    FROM sink_running
+    WHERE covered_to IS NULL OR range_start > covered_to
     UNION ALL
-    -- a sentinel at the end of each reference range: the hole before it is
-    -- the trailing gap, or the whole range where nothing covers it
-    SELECT sink, topic, "partition", ref_start, ref_end, ref_end, ref_end FROM wanted
+    SELECT sink, topic, "partition", max(range_end), CAST(9223372036854775807 AS BIGINT)
+    FROM sink_rows
+    GROUP BY sink, topic, "partition"
+    UNION ALL
+    SELECT s.sink, r.topic, r."partition", 0, CAST(9223372036854775807 AS BIGINT)
+    FROM (SELECT DISTINCT topic, "partition" FROM merged) r
+    JOIN sinks s ON s.topic = r.topic
+    WHERE NOT EXISTS (
+        SELECT 1 FROM sink_rows x
+        WHERE x.sink = s.sink AND x.topic = r.topic AND x."partition" = r."partition")
 ),
 holes AS (
-    -- before each clipped row and before the sentinel: from the furthest
-    -- end of the rows before it, or from the start of the reference range.
-    -- Rows of equal start and end are interchangeable, so ties in the order
-    -- do not change the result; the sentinel starts at the range's end,
-    -- where no clipped row starts, so it comes last.
-    SELECT sink, topic, "partition",
-           coalesce(max(cov_end) OVER (
-               PARTITION BY sink, topic, "partition", ref_start ORDER BY cov_start, cov_end
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), ref_start) AS gap_start,
-           cov_start AS gap_end
-    FROM ends
+    -- a sink's gaps: its holes within the reference's merged ranges (which
+    -- never touch, so neither do the gaps)
+    SELECT h.sink, h.topic, h."partition",
+           greatest(h.hole_start, m.range_start) AS gap_start,
+           least(h.hole_end, m.range_end) AS gap_end
+    FROM sink_holes h JOIN merged m
+      ON m.topic = h.topic AND m."partition" = h."partition"
+     AND m.range_start < h.hole_end AND m.range_end > h.hole_start
 ),
 hull AS (
     -- per partition, the lowest to the highest batch any destination
