@@ -78,7 +78,13 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 	if err := s.health.failed(); err != nil {
 		out.Failed = err.Error()
 	}
-	out.UnpersistedKeys, out.WriteFailures = len(s.w.ops)+len(s.w.inFlight), s.w.failures
+	// A key in flight and staged again since is one unpersisted key.
+	out.UnpersistedKeys, out.WriteFailures = len(s.w.ops), s.w.failures
+	for key := range s.w.inFlight {
+		if _, staged := s.w.ops[key]; !staged {
+			out.UnpersistedKeys++
+		}
+	}
 	if s.w.lastErr != nil {
 		at := s.w.lastAt.UTC()
 		out.LastWriteError, out.LastWriteErrorAt = s.w.lastErr.Error(), &at
