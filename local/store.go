@@ -352,11 +352,8 @@ func (s *Store) Close() error {
 	if s.closed {
 		// A Close under way releases mu while it waits for a write-behind
 		// commit: wait for it to end, so that this answer is its answer.
-		done := s.closeDone
+		done := s.closeDone // set with closed
 		s.mu.Unlock()
-		if done == nil {
-			return nil
-		}
 		<-done
 		return s.closeErr // written before done was closed
 	}
