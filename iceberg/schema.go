@@ -63,9 +63,11 @@ const RowGroupRows = 8192
 // topic, partition, range_start, the order checkpoints (durable.Checkpoint
 // holds its destinations sorted) and compaction write their rows in.
 func CoverageSortOrder() (table.SortOrder, error) {
+	schema := CoverageSchema()
 	var fields []table.SortField
-	for _, id := range []int{1, 2, 3, 4} {
-		fields = append(fields, table.SortField{SourceIDs: []int{id}, Transform: ice.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst})
+	for _, name := range []string{ColSink, ColTopic, ColPartition, ColRangeStart} {
+		col, _ := schema.FindFieldByName(name)
+		fields = append(fields, table.SortField{SourceIDs: []int{col.ID}, Transform: ice.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst})
 	}
 	order, err := table.NewSortOrder(1, fields)
 	if err != nil {
