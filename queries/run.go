@@ -43,8 +43,8 @@ func (q *DB) Run(ctx context.Context, name string, p Params) (*Result, error) {
 // reference.
 func (q *DB) checkReference(ctx context.Context, p Params) error {
 	ref := p.values()["reference"]
-	// The common case stops at the first row of the reference (Parquet
-	// statistics skip the rest); the sinks are listed only for the error.
+	// The common case stops at the first row of the reference; the sinks
+	// are listed only for the error.
 	found, err := q.RunSQL(ctx, `SELECT EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)`, p)
 	if err != nil {
 		return err
