@@ -54,7 +54,7 @@ func (t *Table) appendRows(ctx context.Context, st stamp, mayHaveLanded bool, bu
 	} else if tbl, err = t.recent(ctx); err != nil {
 		return err
 	}
-	files, err := t.writeFiles(ctx, tbl, st.name, build)
+	files, err := t.writeFiles(ctx, tbl, st.name, 0, build)
 	if err != nil {
 		return err
 	}
@@ -86,9 +86,11 @@ func (t *Table) appendRows(ctx context.Context, st stamp, mayHaveLanded bool, bu
 }
 
 // writeFiles lays the rows out in tbl's arrow schema with build and writes
-// them through the verified writer, in row groups of RowGroupRows: it
-// writes coverage rows only (a TableSink's own table keeps its settings).
-func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, build func(*arrow.Schema) (arrow.RecordBatch, error)) ([]ice.DataFile, error) {
+// them through the verified writer, in row groups of RowGroupRows and, when
+// fileRows is positive, in consecutive slices of at most fileRows rows,
+// each written (and verified) apart, so into files of their own: it writes
+// coverage rows only (a TableSink's own table keeps its settings).
+func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, fileRows int, build func(*arrow.Schema) (arrow.RecordBatch, error)) ([]ice.DataFile, error) {
 	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: arrow schema of %s: %w", t.Name(), err)
@@ -98,9 +100,28 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, b
 		return nil, err
 	}
 	defer rec.Release()
-	files, err := writeVerified(ctx, tbl, name, rec, table.WithParquetRowGroupLimit(RowGroupRows))
-	if err != nil {
-		return nil, err
+	n := rec.NumRows()
+	per := n // rows to a file
+	if fileRows > 0 && n > int64(fileRows) {
+		per = int64(fileRows)
+	}
+	var files []ice.DataFile
+	for from := int64(0); ; from += per {
+		part := rec
+		if per < n {
+			part = rec.NewSlice(from, min(from+per, n))
+		}
+		written, err := writeVerified(ctx, tbl, name, part, table.WithParquetRowGroupLimit(RowGroupRows))
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, written...)
+		if from+per >= n {
+			break
+		}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: %s to %s: the writer produced no data file", ErrUnverifiedWrite, name, t.Name())

@@ -83,10 +83,7 @@ func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, 
 	if recordedAt {
 		fields = append(fields, ColRecordedAt)
 	}
-	// Batches of a row group: iceberg-go's default (131,072 rows) reserves
-	// buffers sixteen row groups long for every file, which a read of one
-	// partition's row groups spends most of its time allocating.
-	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(fields...), table.WithArrowBatchSize(RowGroupRows))
+	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(fields...), table.WithArrowBatchSize(readBatchRows))
 	_, records, err := scan.ToArrowRecords(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)

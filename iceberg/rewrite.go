@@ -22,7 +22,8 @@ var ErrInputsGone = errors.New("rewrite inputs are no longer in the table")
 // Rewrite replaces the data files replaced, read from base, with the rows of
 // c, in one commit whose summary names c.Writer and c.Name. The new files
 // are written once through the verified writer (each sink's rows all in
-// its files, every file there with its size); a conflicting commit (a checkpoint appended meanwhile) is
+// its files, every file there with its size), in c's order, at most
+// CompactedFileRows rows to a file; a conflicting commit (a checkpoint appended meanwhile) is
 // retried on fresh metadata as long as every input file is still live, and
 // the appended files are kept, since only the inputs are removed. If a
 // concurrent rewrite removed an input it fails with ErrInputsGone and changes
@@ -31,7 +32,7 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	files, err := t.writeFiles(ctx, base, c.Name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	files, err := t.writeFiles(ctx, base, c.Name, CompactedFileRows, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
 	if err != nil {

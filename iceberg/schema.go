@@ -54,10 +54,26 @@ func CoverageSchema() *ice.Schema {
 // RowGroupRows caps the rows of each Parquet row group covmirror writes.
 // Rows are written in CoverageSortOrder, so a row group spans few
 // destinations and a reader that filters on topic and partition (a new
-// owner's Resume) skips the other groups by their column statistics.
-// iceberg-go's default, 1,048,576 rows, puts a whole compacted sink in one
-// group, which no filter can skip.
-const RowGroupRows = 8192
+// owner's Resume) skips the other groups by their column statistics and
+// decodes the few it keeps. iceberg-go's default, 1,048,576 rows, puts a
+// whole compacted sink in one group, which no filter can skip; groups much
+// smaller than this make every file's footer, which each reader parses
+// whole, longer than the group it reads.
+const RowGroupRows = 4096
+
+// CompactedFileRows caps the rows of each data file a rewrite (compaction)
+// writes. The rows are sorted, so each file holds a narrow band of topics,
+// and a reader filtering on one skips the other files by their bounds in
+// the manifest, without opening them; a sink's compacted rows in one file
+// would have a footer of every row group of the sink to parse.
+const CompactedFileRows = 32768
+
+// readBatchRows is the row count of the record batches readers take from
+// iceberg-go: two row groups. Its default (131,072) reserves buffers that
+// long for every file, which a read of one partition's row groups spends
+// most of its time allocating; a batch of one group slows a full read by
+// the cost of twice as many batches.
+const readBatchRows = 2 * RowGroupRows
 
 // CoverageSortOrder is the coverage table's declared sort order: sink,
 // topic, partition, range_start, the order checkpoints (durable.Checkpoint

@@ -171,7 +171,7 @@ func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows
 	if err != nil {
 		return err
 	}
-	covFiles, err := s.opts.Coverage.writeFiles(ctx, cov, name, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	covFiles, err := s.opts.Coverage.writeFiles(ctx, cov, name, 0, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
 	if err != nil {
