@@ -85,6 +85,10 @@ type Result struct {
 	BytesWritten int64 `json:"bytes_written"`
 	RowsRead     int64 `json:"rows_read"`
 	RowsWritten  int64 `json:"rows_written"`
+	// ManifestsMerged manifests were merged into ManifestsWritten once the
+	// sinks were rewritten (iceberg.Table.MergeManifests).
+	ManifestsMerged  int `json:"manifests_merged"`
+	ManifestsWritten int `json:"manifests_written"`
 }
 
 // Compact rewrites, per sink, the coverage table's data files into merged
@@ -92,7 +96,8 @@ type Result struct {
 // ranges join; a hole stays a hole), sorted by destination and start. Each
 // sink is one replace commit; checkpoints appended meanwhile are kept. A
 // sink whose files another compaction already replaced is skipped,
-// unchanged.
+// unchanged. Once any sink was rewritten, the table's manifests are merged
+// (iceberg.Table.MergeManifests).
 func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error) {
 	opts.EnsureDefaults()
 	var res Result
@@ -142,6 +147,17 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 			opts.Progress(sink, res)
 		}
 	}
+	if res.Sinks == 0 {
+		return res, nil
+	}
+	// Each sink's rewrite left a manifest of its own: every reader opens
+	// them all to plan, so they are merged into one.
+	merge, err := t.MergeManifests(ctx)
+	res.ManifestsMerged, res.ManifestsWritten = merge.Merged, merge.Written
+	if err != nil {
+		return res, fmt.Errorf("compaction: %d sinks compacted, then: %w", res.Sinks, err)
+	}
+	opts.Logger.Info("merged manifests", "merged", merge.Merged, "written", merge.Written)
 	return res, nil
 }
 

@@ -10,5 +10,7 @@
 // not recorded is the over-claim docs/design.md forbids), the merged rows are
 // checked set-equal to the inputs before the commit, and the commit replaces
 // only the files that were read: checkpoints appended meanwhile survive, and
-// of two compactions racing over the same files at most one commits.
+// of two compactions racing over the same files at most one commits. The
+// merge of manifests that follows changes no data file, which it checks
+// before and after its commit.
 package compaction

@@ -18,9 +18,9 @@ import (
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
-// TestRandomFaults runs appends, rewrites and TableSink writes with faults
-// from faultio, chosen from a seed (COVMIRROR_SEED replays one), checking
-// after every step that the table never holds a range that was not
+// TestRandomFaults runs appends, rewrites, merges of manifests and
+// TableSink writes with faults from faultio, chosen from a seed
+// (COVMIRROR_SEED replays one), checking after every step that the table never holds a range that was not
 // appended, that an Append or a Write returning nil has every range in the
 // table, and that TableSink's coverage never leads its sink table.
 func TestRandomFaults(t *testing.T) {
@@ -77,7 +77,7 @@ func TestRandomFaults(t *testing.T) {
 		}
 		var op string
 		var opErr error
-		switch k := rng.IntN(5); {
+		switch k := rng.IntN(6); {
 		case k <= 2:
 			c := Commit{Name: fmt.Sprintf("c%d", step), Writer: "pod"}
 			for _, s := range sinks {
@@ -107,8 +107,11 @@ func TestRandomFaults(t *testing.T) {
 			if opErr == nil {
 				add(mustHave, sinkDest, r)
 			}
-		default:
+		case k == 4:
 			op, opErr = "rewrite", rewriteOneSink(ctx, tbl, sinks[rng.IntN(len(sinks))], step)
+		default:
+			_, opErr = tbl.MergeManifests(ctx)
+			op = "merge manifests"
 		}
 		if opErr != nil && !errors.Is(opErr, faultio.ErrInjected) && !errors.Is(opErr, ErrUnverifiedWrite) &&
 			!errors.Is(opErr, coverage.ErrUnavailable) && !errors.Is(opErr, ErrCommitTimeout) {

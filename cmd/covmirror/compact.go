@@ -85,8 +85,8 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 		return json.NewEncoder(g.stdout).Encode(run)
 	}
 	res := run.Compaction
-	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows)\n",
-		res.Sinks, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten)
+	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows); %d manifests merged into %d\n",
+		res.Sinks, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten, res.ManifestsMerged, res.ManifestsWritten)
 	verb := "deleted"
 	if mres.DryRun {
 		verb = "would delete"
