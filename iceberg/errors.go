@@ -32,4 +32,10 @@ var (
 	// absent or of another size than its metadata says). Nothing was
 	// committed; the ranges stay pending and a later attempt writes anew.
 	ErrUnverifiedWrite = errors.New("written data files do not match the rows written")
+
+	// ErrMergeUnverified: a merge of manifests (MergeManifests) committed a
+	// snapshot that does not list exactly the data files of the snapshot
+	// before it, or whose listing could not be read back to check. The
+	// error names what it found; no data file was deleted.
+	ErrMergeUnverified = errors.New("a merge of manifests is not verified to keep every data file")
 )

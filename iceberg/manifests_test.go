@@ -11,8 +11,9 @@ import (
 
 // TestMergeManifests appends checkpoints, one manifest each, and merges
 // them: one manifest is left, with every data file and so every range; a
-// merge whose manifest write fails commits nothing and loses nothing; a
-// second merge has nothing to do.
+// merge whose manifests can never be written commits nothing and loses
+// nothing, one write failing once is retried, and a second merge has
+// nothing to do.
 func TestMergeManifests(t *testing.T) {
 	ctx := context.Background()
 	props, err := EmbeddedProps(t.TempDir())
@@ -79,14 +80,21 @@ func TestMergeManifests(t *testing.T) {
 		t.Fatalf("%d checkpoints left %d manifests, want one each", checkpoints, n)
 	}
 
-	inj.Add(faultio.Rule{Op: faultio.Create, Match: "/metadata/", Nth: 1})
+	inj.Add(faultio.Rule{Op: faultio.Create, Match: "/metadata/"})
 	if _, err := tbl.MergeManifests(ctx); err == nil {
-		t.Fatal("a merge whose manifest could not be written returned nil")
+		t.Fatal("a merge whose manifests could never be written returned nil")
 	}
 	inj.Clear()
 	same("after a failed merge")
+	if n := manifests(); n != checkpoints {
+		t.Fatalf("a failed merge left %d manifests, want the %d there were", n, checkpoints)
+	}
 
+	// One failed write (or one that landed but answered failure) is
+	// retried.
+	inj.Add(faultio.Rule{Op: faultio.Create, Match: "/metadata/", Nth: 1, AfterSuccess: true})
 	merge, err := tbl.MergeManifests(ctx)
+	inj.Clear()
 	if err != nil {
 		t.Fatal(err)
 	}

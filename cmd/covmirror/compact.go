@@ -87,6 +87,9 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 	res := run.Compaction
 	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows); %d manifests merged into %d\n",
 		res.Sinks, res.FilesRead, res.RowsRead, res.FilesWritten, res.RowsWritten, res.ManifestsMerged, res.ManifestsWritten)
+	if res.ManifestMergeError != "" {
+		fmt.Fprintf(g.stdout, "manifests not merged (the next compaction tries again): %s\n", res.ManifestMergeError)
+	}
 	verb := "deleted"
 	if mres.DryRun {
 		verb = "would delete"
