@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/big"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -308,6 +309,16 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 				gaps := destinationRows(t, res)
 				if want := m.gapRows(p); !slices.Equal(gaps, want) {
 					t.Fatalf("%s: gaps query: %s", where, rowDiff(gaps, want))
+				}
+				// Run fetches the gaps grouped by destination: the rows, their
+				// order and their types are the query text's own.
+				text, _ := Text("gaps")
+				plain, err := db.RunSQL(ctx, text, p)
+				if err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				if !reflect.DeepEqual(res, plain) {
+					t.Fatalf("%s: the gaps fetched grouped\n%v\ndiffer from the query's rows\n%v", where, res, plain)
 				}
 				checkSummary(t, db, m, p, gaps, where)
 			}
