@@ -21,14 +21,7 @@ import (
 // file); MergeManifests refuses with ErrDeleteFiles and commits nothing.
 func TestMergeWithDeleteFiles(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	tbl, err := Open(ctx, inner, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +112,7 @@ func (c *readFailCatalog) CommitTable(ctx context.Context, id table.Identifier, 
 // (ErrMergeUnverified) rather than return nil.
 func TestMergePostCheckReadFailure(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	rc := &readFailCatalog{Catalog: inner}
 	tbl, err := Open(ctx, rc, Options{})
 	if err != nil {
@@ -153,14 +139,7 @@ func TestMergePostCheckReadFailure(t *testing.T) {
 // the merge gives up with ErrCommitTimeout, as every other commit does.
 func TestMergeConflictTimeout(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	hc := &hookCatalog{Catalog: inner}
 	tbl, err := Open(ctx, hc, Options{CommitTimeout: 500 * time.Millisecond})
 	if err != nil {
@@ -212,14 +191,7 @@ func TestMergeConflictTimeout(t *testing.T) {
 // next attempt finds it merged, checks it, and reports success.
 func TestMergeLostAnswer(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	hc := &hookCatalog{Catalog: inner}
 	tbl, err := Open(ctx, hc, Options{})
 	if err != nil {

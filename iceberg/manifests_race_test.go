@@ -85,14 +85,7 @@ func TestMergeRacingRewrite(t *testing.T) {
 
 func mergeRacingRewrite(t *testing.T, restLike bool, retries string) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	hc := &hookCatalog{Catalog: inner}
 	hc.log = func(s string) { t.Log(s) }
 	hc.restLike = restLike
@@ -179,14 +172,7 @@ func TestMergeRacingAppends(t *testing.T) {
 
 func mergeRacingAppends(t *testing.T, rest bool) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	tbl, err := Open(ctx, inner, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -285,14 +271,7 @@ func mergeRacingAppends(t *testing.T, rest bool) {
 // goes through.
 func TestMergeFaults(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	inj := faultio.New(1)
 	tbl, err := Open(ctx, faultio.WrapCatalog(&seqTxCatalog{Catalog: inner}, inj), Options{CommitTimeout: 5 * time.Second})
 	if err != nil {

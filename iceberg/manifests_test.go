@@ -16,14 +16,7 @@ import (
 // nothing to do.
 func TestMergeManifests(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	inj := faultio.New(1)
 	tbl, err := Open(ctx, faultio.WrapCatalog(inner, inj), Options{})
 	if err != nil {

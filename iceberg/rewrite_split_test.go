@@ -139,14 +139,7 @@ func TestRewriteSizes(t *testing.T) {
 // nothing; then a clean rewrite goes through.
 func TestRewriteSliceFaults(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	inj := faultio.New(1)
 	tbl, err := Open(ctx, faultio.WrapCatalog(inner, inj), Options{})
 	if err != nil {
@@ -258,14 +251,7 @@ func sortDR(drs []coverage.DestinationRanges) {
 // topic alone) returns exactly the rows written, recorded_at included.
 func TestReadBatches(t *testing.T) {
 	ctx := context.Background()
-	props, err := EmbeddedProps(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := embeddedCatalog(t)
 	tbl, err := Open(ctx, inner, Options{})
 	if err != nil {
 		t.Fatal(err)

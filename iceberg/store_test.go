@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
 )
@@ -17,6 +18,21 @@ func openEmbedded(t testing.TB) *Table {
 		t.Fatal(err)
 	}
 	return openWith(t, props)
+}
+
+// embeddedCatalog is a SQLite catalog over a warehouse in a temporary
+// directory, for tests that wrap it.
+func embeddedCatalog(t testing.TB) catalog.Catalog {
+	t.Helper()
+	props, err := EmbeddedProps(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := OpenCatalog(context.Background(), "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }
 
 func openWith(t testing.TB, props map[string]string) *Table {
