@@ -43,7 +43,7 @@ func (q *DB) Run(ctx context.Context, name string, p Params) (*Result, error) {
 }
 
 // gapsOrder ends the gaps query's text: its rows' order.
-const gapsOrder = `ORDER BY sink, topic, "partition", "start"`
+const gapsOrder = `ORDER BY sink, topic, "partition", "start", "end"`
 
 // runGrouped runs the gaps query's text (but for its final ORDER BY) as a
 // subquery and fetches its rows grouped by destination: one row each, with
@@ -51,8 +51,9 @@ const gapsOrder = `ORDER BY sink, topic, "partition", "start"`
 // the query's rows again here. The driver converts a result value by value,
 // and for a million gaps that took longer than the query; grouped, each
 // destination's names cross once. Within a destination the query's rows are
-// ordered by start, and two gaps never share one, so the lists pair up as
-// the rows did.
+// ordered by start and end, as both lists are, so the lists pair up as the
+// rows did (two gaps of valid rows never share a start; of rows another
+// engine wrote inverted they may, and end breaks the tie in both).
 func (q *DB) runGrouped(ctx context.Context, text string, p Params) (*Result, error) {
 	// The lists are ordered as the query orders its rows: its own final
 	// sort, which DuckDB would run too, goes.

@@ -149,4 +149,4 @@ gap_rows AS (
 )
 SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end"
 FROM gap_rows
-ORDER BY sink, topic, "partition", "start"
+ORDER BY sink, topic, "partition", "start", "end"
