@@ -18,7 +18,10 @@
 // nothing is committed. Every path that writes data files (Append,
 // Rewrite, both TableSink paths, positions) goes through that one writer.
 // The local tier marks a checkpoint only after a nil; any error leaves the
-// ranges pending for the next checkpoint.
+// ranges pending for the next checkpoint. MergeManifests writes no data
+// file and must remove none: the merged listing is checked to hold exactly
+// the files it started from before it is committed, and the committed one
+// exactly its parent's after.
 //
 // A commit's name is an idempotency key bound to what it carries: the
 // snapshot summary holds the writer, the name and a digest of the
