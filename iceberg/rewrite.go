@@ -19,6 +19,10 @@ import (
 // one wrote are orphans for orphan cleanup.
 var ErrInputsGone = errors.New("rewrite inputs are no longer in the table")
 
+// compactedFileRows is the file size of Rewrite: CompactedFileRows, which
+// tests lower to split small rewrites into many files.
+var compactedFileRows = CompactedFileRows
+
 // Rewrite replaces the data files replaced, read from base, with the rows of
 // c, in one commit whose summary names c.Writer and c.Name. The new files
 // are written once through the verified writer (each sink's rows all in
@@ -32,7 +36,7 @@ func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.D
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	files, err := t.writeFiles(ctx, base, c.Name, CompactedFileRows, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+	files, err := t.writeFiles(ctx, base, c.Name, compactedFileRows, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
 		return buildRecord(schema, c, time.Now())
 	})
 	if err != nil {

@@ -56,12 +56,19 @@ func tableRows(t *testing.T, ctx context.Context, tbl *Table) int {
 	return n
 }
 
-// TestRewriteSizes rewrites 0, 1, exactly CompactedFileRows,
-// CompactedFileRows+1 and 70,000 rows: the files written and the rows read
-// back.
+// splitRewrites lowers the rows of a rewrite's files to n for one test.
+func splitRewrites(t *testing.T, n int) {
+	old := compactedFileRows
+	compactedFileRows = n
+	t.Cleanup(func() { compactedFileRows = old })
+}
+
+// TestRewriteSizes rewrites 0, 1, exactly the file size, one row more and
+// two and a half files' rows: the files written and the rows read back.
 func TestRewriteSizes(t *testing.T) {
 	ctx := context.Background()
-	for _, n := range []int{0, 1, CompactedFileRows, CompactedFileRows + 1, 70000} {
+	splitRewrites(t, 100)
+	for _, n := range []int{0, 1, compactedFileRows, compactedFileRows + 1, 250} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			props, err := EmbeddedProps(t.TempDir())
 			if err != nil {
@@ -108,7 +115,7 @@ func TestRewriteSizes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if wantFiles := (n + CompactedFileRows - 1) / CompactedFileRows; len(written) != wantFiles {
+			if wantFiles := (n + compactedFileRows - 1) / compactedFileRows; len(written) != wantFiles {
 				t.Errorf("%d files, want %d", len(written), wantFiles)
 			}
 			got, err := tbl.Coverage(ctx, Filter{})
@@ -134,7 +141,7 @@ func TestRewriteSizes(t *testing.T) {
 	}
 }
 
-// TestRewriteSliceFaults: a rewrite into several files whose 2nd, 3rd or
+// TestRewriteSliceFaults: a rewrite into five files whose 2nd, 3rd or
 // 5th file fails (or lands but reports failure) commits nothing and loses
 // nothing; then a clean rewrite goes through.
 func TestRewriteSliceFaults(t *testing.T) {
@@ -145,9 +152,9 @@ func TestRewriteSliceFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 70000
-	for i, part := range []int{n / 2, n - n/2} {
-		_ = part
+	splitRewrites(t, 100)
+	const n = 250
+	for i := range 2 {
 		c := bigCommit(fmt.Sprintf("a%d", i), "big", n)
 		// make the two appends distinct in range
 		for j := range c.Ranges {
@@ -246,7 +253,7 @@ func sortDR(drs []coverage.DestinationRanges) {
 	})
 }
 
-// TestReadBatches appends 50,000 rows of many destinations interleaved (not
+// TestReadBatches appends 20,000 rows of many destinations interleaved (not
 // sorted) over 3 sinks: every filtered read (sink; sink+topic; sink+topic+partition;
 // topic alone) returns exactly the rows written, recorded_at included.
 func TestReadBatches(t *testing.T) {
@@ -256,7 +263,7 @@ func TestReadBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const rows = 50000
+	const rows = 20000 // five row groups over three sinks
 	c := Commit{Name: "a", Writer: "pod"}
 	want := map[coverage.Destination]*coverage.RangeSet{}
 	for i := range rows {
