@@ -21,13 +21,23 @@ func DataFiles(ctx context.Context, tbl *table.Table) ([]table.FileScanTask, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: planning the files of %s: %w", coverage.ErrUnavailable, strings.Join(tbl.Identifier(), "."), err)
 	}
+	if err := noDeleteFiles(tbl, tasks); err != nil {
+		return nil, err
+	}
+	return tasks, nil
+}
+
+// noDeleteFiles fails with ErrDeleteFiles if a task of tbl has deletes to
+// apply: readers of the data files alone would count deleted rows as
+// covered.
+func noDeleteFiles(tbl *table.Table, tasks []table.FileScanTask) error {
 	for _, task := range tasks {
 		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
-			return nil, fmt.Errorf("%w: %s: data file %s has %d; covmirror never writes them: find the engine that deleted rows from the coverage table",
+			return fmt.Errorf("%w: %s: data file %s has %d; covmirror never writes them: find the engine that deleted rows from the coverage table",
 				ErrDeleteFiles, strings.Join(tbl.Identifier(), "."), task.File.FilePath(), n)
 		}
 	}
-	return tasks, nil
+	return nil
 }
 
 // DataFilesBySink is DataFiles grouped by the sink each file holds (one

@@ -70,7 +70,7 @@ func (t *Table) mergeOnce(ctx context.Context) (ManifestMerge, error) {
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return ManifestMerge{}, err
 	}
-	before, err := liveFiles(ctx, tbl.Scan())
+	before, err := liveFiles(ctx, tbl, tbl.Scan())
 	if err != nil {
 		return ManifestMerge{}, err
 	}
@@ -88,7 +88,7 @@ func (t *Table) mergeOnce(ctx context.Context) (ManifestMerge, error) {
 	if err != nil {
 		return ManifestMerge{}, err
 	}
-	after, err := liveFiles(ctx, staged.Table.Scan()) // StagedTable.Scan panics; its Table plans
+	after, err := liveFiles(ctx, staged.Table, staged.Table.Scan()) // StagedTable.Scan panics; its Table plans
 	if err != nil {
 		return ManifestMerge{}, err
 	}
@@ -124,10 +124,10 @@ func checkMerged(ctx context.Context, tbl *table.Table) error {
 		return fmt.Errorf("%w: the merge committed as snapshot %d, which has no parent to check it against", ErrMergeUnverified, snap.SnapshotID)
 	}
 	parent := *snap.ParentSnapshotID
-	before, err := liveFiles(ctx, tbl.Scan(table.WithSnapshotID(parent)))
+	before, err := liveFiles(ctx, tbl, tbl.Scan(table.WithSnapshotID(parent)))
 	if err == nil {
 		var after map[string]int64
-		if after, err = liveFiles(ctx, tbl.Scan()); err == nil {
+		if after, err = liveFiles(ctx, tbl, tbl.Scan()); err == nil {
 			if diff := fileDiff(before, after); diff != "" {
 				return fmt.Errorf("%w: the merge committed as snapshot %d: %s, against snapshot %d before it; no data file was deleted: "+
 					"add a missing one back to the table with an engine's add_files (a rollback would drop every commit since)",
@@ -140,17 +140,18 @@ func checkMerged(ctx context.Context, tbl *table.Table) error {
 		"run the compaction again to check it", ErrMergeUnverified, snap.SnapshotID, parent, err)
 }
 
-// liveFiles maps each data file a scan plans to its rows.
-func liveFiles(ctx context.Context, scan *table.Scan) (map[string]int64, error) {
+// liveFiles maps each data file a scan of tbl plans to its rows; a table
+// with row-level deletes is refused (noDeleteFiles).
+func liveFiles(ctx context.Context, tbl *table.Table, scan *table.Scan) (map[string]int64, error) {
 	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("planning data files: %w", err)
 	}
+	if err := noDeleteFiles(tbl, tasks); err != nil {
+		return nil, err
+	}
 	files := make(map[string]int64, len(tasks))
 	for _, task := range tasks {
-		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
-			return nil, fmt.Errorf("%w: data file %s has %d; covmirror merges no manifests of a table with row-level deletes", ErrDeleteFiles, task.File.FilePath(), n)
-		}
 		files[task.File.FilePath()] = task.File.Count()
 	}
 	return files, nil
