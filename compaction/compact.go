@@ -182,7 +182,7 @@ func compactSink(ctx context.Context, t *iceberg.Table, tbl *table.Table, sink s
 		res.BytesRead += task.File.FileSizeBytes()
 		res.RowsRead += task.File.Count()
 	}
-	before, err := iceberg.ReadCoverage(ctx, tbl, iceberg.Filter{Sink: sink})
+	before, times, err := readSink(ctx, tbl, sink)
 	if err != nil {
 		return res, fmt.Errorf("compaction: reading sink %s: %w", sink, err)
 	}
@@ -196,7 +196,7 @@ func compactSink(ctx context.Context, t *iceberg.Table, tbl *table.Table, sink s
 			return res, fmt.Errorf("compaction: sink %s: %w", sink, err)
 		}
 	}
-	written, err := t.Rewrite(ctx, tbl, inputs, c)
+	written, err := t.Rewrite(ctx, tbl, inputs, c, times)
 	if err != nil {
 		return res, err
 	}

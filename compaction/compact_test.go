@@ -171,7 +171,7 @@ func TestAppendDuringRewriteIsKept(t *testing.T) {
 		{Destination: late, Ranges: []coverage.Range{{Start: 1000, End: 1010}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Rewrite(ctx, base, inputs, c); err != nil {
+	if _, err := tbl.Rewrite(ctx, base, inputs, c, nil); err != nil {
 		t.Fatal(err)
 	}
 	after := coverageOf(t, tbl)
@@ -184,12 +184,12 @@ func TestAppendDuringRewriteIsKept(t *testing.T) {
 
 func TestRacingCompactionsOneWins(t *testing.T) {
 	tbl, before, base, inputs := rewriteSetup(t, 3, 12)
-	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("first", before)); err != nil {
+	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("first", before), nil); err != nil {
 		t.Fatal(err)
 	}
 	snapshots := func() int { l, _ := tbl.Load(ctx); return len(l.Metadata().Snapshots()) }
 	n := snapshots()
-	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("second", before)); !errors.Is(err, iceberg.ErrInputsGone) {
+	if _, err := tbl.Rewrite(ctx, base, inputs, mergedCommit("second", before), nil); !errors.Is(err, iceberg.ErrInputsGone) {
 		t.Fatalf("the losing rewrite: %v, want ErrInputsGone", err)
 	}
 	if snapshots() != n {

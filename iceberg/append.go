@@ -35,7 +35,7 @@ func (t *Table) Append(ctx context.Context, c Commit) error {
 	}
 	st := stamp{name: c.Name, writer: c.Writer, payload: durable.Digest("append", c.Writer, c.Ranges, c.Rows())}
 	return t.appendRows(ctx, st, c.MayHaveLanded, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return buildRecord(schema, c, time.Now())
+		return buildRecord(schema, c, time.Now(), nil)
 	})
 }
 
@@ -131,7 +131,9 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, f
 
 // buildRecord lays the commit's rows out in the table's arrow schema, looked
 // up by column name so that extra columns another engine added stay null.
-func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBatch, error) {
+// buildRecord lays out c's rows in schema, each recorded at now unless
+// times gives it a time of its own.
+func buildRecord(schema *arrow.Schema, c Commit, now time.Time, times RecordedAt) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	col := func(name string) array.Builder {
@@ -169,7 +171,8 @@ func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBat
 	rows := 0
 	for _, dr := range c.Ranges {
 		key := PathKey(dr.Destination.Sink)
-		for _, r := range dr.Ranges {
+		own := times[dr.Destination]
+		for i, r := range dr.Ranges {
 			sinkKey.Append(key)
 			sink.Append(dr.Destination.Sink)
 			topic.Append(dr.Destination.Topic)
@@ -178,7 +181,15 @@ func buildRecord(schema *arrow.Schema, c Commit, now time.Time) (arrow.RecordBat
 			end.Append(int64(r.End))
 			writer.Append(c.Writer)
 			checkpoint.Append(c.Name)
-			recordedAt.Append(ts)
+			if i < len(own) && !own[i].IsZero() {
+				at, err := arrow.TimestampFromTime(own[i], arrow.Microsecond)
+				if err != nil {
+					return nil, fmt.Errorf("iceberg: recorded_at %s of %s %s: %w", own[i], dr.Destination, r, err)
+				}
+				recordedAt.Append(at)
+			} else {
+				recordedAt.Append(ts)
+			}
 			rows++
 		}
 	}

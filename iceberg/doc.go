@@ -38,7 +38,9 @@
 //	range_end      long         required  batch id after the last, exclusive
 //	writer         string       required  the pod or job that checkpointed the row
 //	checkpoint_id  string       required  the checkpoint's unique name
-//	recorded_at    timestamptz  required  when the row was written
+//	recorded_at    timestamptz  required  when the row's checkpoint was committed;
+//	                                      a compacted row keeps the latest of the
+//	                                      rows it merged
 //	sink_key       string       required  PathKey(sink) (partition: identity)
 //
 // The partition column is a path-safe key, never the sink name: iceberg-go

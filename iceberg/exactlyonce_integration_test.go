@@ -122,7 +122,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 	staleSink, _ := cov.cat.LoadTable(ctx, ident)
 	r := coverage.Range{Start: 100, End: 105}
 	covFiles, err := cov.writeFiles(ctx, staleCov, "stale", 0, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return buildRecord(schema, Commit{Name: "stale", Writer: "pod", Ranges: []coverage.DestinationRanges{{Destination: lakehouse, Ranges: []coverage.Range{r}}}}, time.Now())
+		return buildRecord(schema, Commit{Name: "stale", Writer: "pod", Ranges: []coverage.DestinationRanges{{Destination: lakehouse, Ranges: []coverage.Range{r}}}}, time.Now(), nil)
 	})
 	if err != nil {
 		t.Fatal(err)

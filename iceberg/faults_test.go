@@ -172,7 +172,7 @@ func rewriteOneSink(ctx context.Context, t *Table, sink string, step int) error 
 	for d, set := range before {
 		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
 	}
-	_, err = t.Rewrite(ctx, base, inputs, c)
+	_, err = t.Rewrite(ctx, base, inputs, c, nil)
 	return err
 }
 

@@ -120,7 +120,7 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 	}
 	for _, task := range tasks {
 		if s, _ := SinkOf(task.File); s == "sink-0" {
-			written, err := tbl.Rewrite(ctx, base, []ice.DataFile{task.File}, rewrite)
+			written, err := tbl.Rewrite(ctx, base, []ice.DataFile{task.File}, rewrite, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 )
 
@@ -18,6 +19,22 @@ import (
 // rewrite (another compaction won). Nothing was committed; the files this
 // one wrote are orphans for orphan cleanup.
 var ErrInputsGone = errors.New("rewrite inputs are no longer in the table")
+
+// RecordedAt gives the rows of a rewrite the recorded_at they keep:
+// RecordedAt[d][i] is that of the i-th range of destination d in the
+// commit. A destination missing, or a zero time, is recorded at the
+// rewrite's own time.
+type RecordedAt map[coverage.Destination][]time.Time
+
+// validate reports times that do not fit c's ranges one for one.
+func (times RecordedAt) validate(c Commit) error {
+	for _, dr := range c.Ranges {
+		if own, ok := times[dr.Destination]; ok && len(own) != len(dr.Ranges) {
+			return fmt.Errorf("iceberg: rewrite %s: %d recorded times for the %d ranges of %s", c.Name, len(own), len(dr.Ranges), dr.Destination)
+		}
+	}
+	return nil
+}
 
 // compactedFileRows is the file size of Rewrite: CompactedFileRows, which
 // tests lower to split small rewrites into many files.
@@ -31,13 +48,18 @@ var compactedFileRows = CompactedFileRows
 // retried on fresh metadata as long as every input file is still live, and
 // the appended files are kept, since only the inputs are removed. If a
 // concurrent rewrite removed an input it fails with ErrInputsGone and changes
-// nothing.
-func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.DataFile, c Commit) (written []ice.DataFile, err error) {
+// nothing. times, which may be nil, gives rows the recorded_at they keep
+// (a compaction keeps the latest of the rows it merged); the others are
+// recorded at the rewrite's time.
+func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.DataFile, c Commit, times RecordedAt) (written []ice.DataFile, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := times.validate(c); err != nil {
+		return nil, err
+	}
 	files, err := t.writeFiles(ctx, base, c.Name, compactedFileRows, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return buildRecord(schema, c, time.Now())
+		return buildRecord(schema, c, time.Now(), times)
 	})
 	if err != nil {
 		return nil, err

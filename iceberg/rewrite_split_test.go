@@ -99,7 +99,7 @@ func TestRewriteSizes(t *testing.T) {
 			}
 			rw := bigCommit("rw", "big", n)
 			rw.Writer = "compaction"
-			written, err := tbl.Rewrite(ctx, base, inputs, rw)
+			written, err := tbl.Rewrite(ctx, base, inputs, rw, nil)
 			t.Logf("rewrite of %d rows: %d files, err=%v", n, len(written), err)
 			for _, f := range written {
 				t.Logf("  file rows %d", f.Count())
@@ -194,7 +194,7 @@ func TestRewriteSliceFaults(t *testing.T) {
 		}
 		// sort as compaction does
 		sortDR(c.Ranges)
-		w, err := tbl.Rewrite(ctx, base, inputs, c)
+		w, err := tbl.Rewrite(ctx, base, inputs, c, nil)
 		return w, len(inputs), err
 	}
 	step := 0

@@ -172,7 +172,7 @@ func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows
 		return err
 	}
 	covFiles, err := s.opts.Coverage.writeFiles(ctx, cov, name, 0, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return buildRecord(schema, c, time.Now())
+		return buildRecord(schema, c, time.Now(), nil)
 	})
 	if err != nil {
 		return err

@@ -102,9 +102,10 @@ type SinkGaps struct {
 // shows it (for a sink's gap, the reference's rows over it; for a hole of the
 // reference, the first moment rows of the partition lay on both sides of
 // it), by their recorded_at; and since this process first saw a gap of the
-// same destination starting at the same batch. Compaction rewrites rows with
-// a new recorded_at, so the second bound is what keeps a stuck gap ageing
-// across compactions; a gap whose start moves (a replay in progress, a sink
+// same destination starting at the same batch. Compaction gives a merged
+// row the latest recorded_at of the rows it merged, which may be later than
+// the earliest row over a gap, so the second bound is what keeps a stuck
+// gap ageing across compactions; a gap whose start moves (a replay in progress, a sink
 // that lags but writes) starts over.
 type GapMetrics struct {
 	opts GapMetricsOptions

@@ -117,7 +117,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 		if len(filesOf[sink]) == 0 {
 			err = table.Append(ctx, c)
 		} else {
-			_, err = table.Rewrite(ctx, tbl, filesOf[sink], c)
+			_, err = table.Rewrite(ctx, tbl, filesOf[sink], c, nil)
 		}
 		if errors.Is(err, iceberg.ErrInputsGone) {
 			res.Raced++

@@ -19,6 +19,6 @@
 // covers it. A failed read of the table is an error on the page (HTTP 503
 // from /v1/map), never an empty map that would read as "no gaps", and a cut
 // list says how much it left out. Ages are lower bounds where compaction
-// has rewritten rows (it stamps them with its own time), and the page says
-// so.
+// has merged rows (a merged row keeps the latest time of the rows it
+// merged), and the page says so.
 package covmap
