@@ -122,8 +122,23 @@ func eachRow(rec arrow.RecordBatch, recordedAt bool, fn func(Row) error) error {
 	if recordedAt {
 		unit = at.DataType().(*arrow.TimestampType).Unit
 	}
+	// The columns are required, but a file another engine wrote may still
+	// hold nulls, which Value reads as zero: a null start would cover from
+	// batch 0.
+	nulls := sink.NullN() + topic.NullN() + partition.NullN() + start.NullN() + end.NullN()
+	var valid coverage.Destination // the last destination validated: rows come grouped
 	for i := 0; i < int(rec.NumRows()); i++ {
+		if nulls > 0 && (sink.IsNull(i) || topic.IsNull(i) || partition.IsNull(i) || start.IsNull(i) || end.IsNull(i)) {
+			return fmt.Errorf("%w: a row holds a null in a required column (sink %q, topic %q); rows of the coverage table are written only by covmirror",
+				coverage.ErrCorrupt, sink.ValueStr(i), topic.ValueStr(i))
+		}
 		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
+		if d != valid {
+			if err := d.Validate(); err != nil {
+				return fmt.Errorf("%w: a row names no valid destination: %w; rows of the coverage table are written only by covmirror", coverage.ErrCorrupt, err)
+			}
+			valid = d
+		}
 		s, e := start.Value(i), end.Value(i)
 		if s < 0 || e <= s {
 			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",

@@ -146,7 +146,39 @@ func (q *DB) bind(ctx context.Context, tbl *table.Table, tasks []table.FileScanT
 			return err
 		}
 	}
+	if err := q.checkRows(ctx); err != nil {
+		return err
+	}
 	return q.bindMetadata(ctx, tbl, tasks)
+}
+
+// checkRows refuses a coverage relation holding a row that the Go readers
+// refuse as coverage.ErrCorrupt: a null where the queries read, an empty
+// sink or topic, a negative partition or start, or an end at or before its
+// start. Another engine can append such a row, and the queries would take
+// it as coverage or count its batches twice. (The Go readers also refuse
+// names that are not UTF-8 or too long; the queries show those as they
+// are.)
+func (q *DB) checkRows(ctx context.Context) error {
+	res, err := q.RunSQL(ctx, `SELECT sink, topic, "partition", range_start, range_end, writer, checkpoint_id FROM coverage
+WHERE sink IS NULL OR topic IS NULL OR "partition" IS NULL OR range_start IS NULL OR range_end IS NULL
+   OR sink = '' OR topic = '' OR "partition" < 0 OR range_start < 0 OR range_end <= range_start
+LIMIT 1`, Params{})
+	if err != nil {
+		return err
+	}
+	if len(res.Rows) == 0 {
+		return nil
+	}
+	shown := make([]string, len(res.Rows[0]))
+	for i, v := range res.Rows[0] {
+		shown[i] = "NULL"
+		if v != nil {
+			shown[i] = fmt.Sprintf("%q", fmt.Sprint(v))
+		}
+	}
+	return fmt.Errorf("%w: the coverage table holds a row that is not a valid range of a destination (sink %s, topic %s, partition %s, range_start %s, range_end %s; writer %s, checkpoint %s); rows of the coverage table are written only by covmirror: remove it, or roll back the snapshot that added it, before querying",
+		coverage.ErrCorrupt, shown[0], shown[1], shown[2], shown[3], shown[4], shown[5], shown[6])
 }
 
 // localPaths are the tasks' files as local paths, if every one is local.
