@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -38,7 +40,8 @@ func ListenTCP(addr string, allowNonLoopback bool, logger *slog.Logger) (net.Lis
 	return ln, nil
 }
 
-// ListenUnix listens on a Unix socket at path with mode 0600. A socket file
+// ListenUnix listens on a Unix socket at path with mode 0600 from the moment
+// it appears there. A socket file
 // left by a process that died is removed first, but only if nothing
 // answers on it; any other file at path is an error, never removed.
 func ListenUnix(path string) (net.Listener, error) {
@@ -58,14 +61,46 @@ func ListenUnix(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("sidecar: removing the stale socket %s: %w", path, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	// The socket is bound in a directory only this user can enter, made
+	// 0600 there, and then linked into place: bound at path directly, it
+	// would take the umask's mode until a chmod, and a connection made in
+	// between would outlive the chmod.
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: making a private directory beside %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	private := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", private)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: listen on socket %s: %w", path, err)
 	}
+	uln := ln.(*net.UnixListener)
+	uln.SetUnlinkOnClose(false) // it would unlink the private name, gone by then
 	// Only this user may connect: the socket is the API's access control.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(private, 0o600); err != nil {
 		_ = ln.Close()
-		return nil, fmt.Errorf("sidecar: chmod 0600 %s: %w", path, err)
+		return nil, fmt.Errorf("sidecar: chmod 0600 %s: %w", private, err)
 	}
-	return ln, nil
+	// A link, not a rename: a file that appeared at path meanwhile stays,
+	// and the listen fails as binding at path would have.
+	if err := os.Link(private, path); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("sidecar: placing the socket at %s: %w", path, err)
+	}
+	return &unixListener{UnixListener: uln, path: path}, nil
+}
+
+// unixListener removes its socket file when closed, as a listener bound at
+// path itself would.
+type unixListener struct {
+	*net.UnixListener
+	path string
+	once sync.Once
+}
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { _ = os.Remove(l.path) })
+	return err
 }
