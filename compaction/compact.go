@@ -182,7 +182,7 @@ func compactSink(ctx context.Context, t *iceberg.Table, tbl *table.Table, sink s
 		res.BytesRead += task.File.FileSizeBytes()
 		res.RowsRead += task.File.Count()
 	}
-	before, times, err := readSink(ctx, tbl, sink)
+	before, times, err := iceberg.ReadFilesCoverage(ctx, tbl, sink, group)
 	if err != nil {
 		return res, fmt.Errorf("compaction: reading sink %s: %w", sink, err)
 	}

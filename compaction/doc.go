@@ -11,6 +11,11 @@
 // checked set-equal to the inputs before the commit, and the commit replaces
 // only the files that were read: checkpoints appended meanwhile survive, and
 // of two compactions racing over the same files at most one commits. The
-// merge of manifests that follows changes no data file, which it checks
-// before and after its commit.
+// rows read are every row of the files replaced, whatever their sink
+// column says: a row of another sink filed there is coverage.ErrCorrupt,
+// not left behind when its file goes. The merge of manifests that follows
+// changes no data file, which it checks before and after its commit.
+//
+// A merged row keeps the latest recorded_at of the rows it merged, so that
+// lag in time does not restart at every compaction.
 package compaction

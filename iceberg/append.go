@@ -130,9 +130,8 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, f
 }
 
 // buildRecord lays the commit's rows out in the table's arrow schema, looked
-// up by column name so that extra columns another engine added stay null.
-// buildRecord lays out c's rows in schema, each recorded at now unless
-// times gives it a time of its own.
+// up by column name so that extra columns another engine added stay null;
+// each row is recorded at now unless times gives it a time of its own.
 func buildRecord(schema *arrow.Schema, c Commit, now time.Time, times RecordedAt) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()

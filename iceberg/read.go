@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -74,17 +75,41 @@ type Row struct {
 
 // ReadRows calls fn for every row of tbl's current snapshot that f
 // selects, in no particular order, reading recorded_at too where
-// recordedAt says so. A row that is not a valid range is ErrCorrupt.
+// recordedAt says so. A row that is not a valid range of a destination is
+// ErrCorrupt.
 func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, fn func(Row) error) error {
 	if tbl.CurrentSnapshot() == nil {
 		return nil
 	}
+	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(rowFields(recordedAt)...), table.WithArrowBatchSize(readBatchRows))
+	_, records, err := scan.ToArrowRecords(ctx)
+	return readRecords(tbl, records, err, recordedAt, fn)
+}
+
+// ReadFileRows is ReadRows over every row of exactly the data files of
+// tasks, whatever their sink column says: what a rewrite of those files
+// must carry.
+func ReadFileRows(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, recordedAt bool, fn func(Row) error) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	scan := tbl.Scan(table.WithSelectedFields(rowFields(recordedAt)...), table.WithArrowBatchSize(readBatchRows))
+	_, records, err := scan.ReadTasks(ctx, tasks)
+	return readRecords(tbl, records, err, recordedAt, fn)
+}
+
+// rowFields are the columns the readers select.
+func rowFields(recordedAt bool) []string {
 	fields := []string{ColSink, ColTopic, ColPartition, ColRangeStart, ColRangeEnd}
 	if recordedAt {
 		fields = append(fields, ColRecordedAt)
 	}
-	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(fields...), table.WithArrowBatchSize(readBatchRows))
-	_, records, err := scan.ToArrowRecords(ctx)
+	return fields
+}
+
+// readRecords calls fn for each row of records, the answer of a scan
+// that failed to start with err, or not.
+func readRecords(tbl *table.Table, records iter.Seq2[arrow.RecordBatch, error], err error, recordedAt bool, fn func(Row) error) error {
 	if err != nil {
 		return fmt.Errorf("%w: scanning %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
 	}
@@ -100,6 +125,10 @@ func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, 
 	}
 	return nil
 }
+
+// corruptRowAdvice ends the error for a row that is not a valid range of a
+// destination.
+const corruptRowAdvice = "rows of the coverage table are written only by covmirror: remove it, or roll back the snapshot that added it"
 
 func eachRow(rec arrow.RecordBatch, recordedAt bool, fn func(Row) error) error {
 	col := func(name string) arrow.Array {
@@ -126,23 +155,36 @@ func eachRow(rec arrow.RecordBatch, recordedAt bool, fn func(Row) error) error {
 	// hold nulls, which Value reads as zero: a null start would cover from
 	// batch 0.
 	nulls := sink.NullN() + topic.NullN() + partition.NullN() + start.NullN() + end.NullN()
-	var valid coverage.Destination // the last destination validated: rows come grouped
+	if recordedAt {
+		nulls += at.NullN()
+	}
+	shown := func(i int) string {
+		name := func(a *array.String) string {
+			if a.IsNull(i) {
+				return "NULL"
+			}
+			return fmt.Sprintf("%q", a.Value(i))
+		}
+		return fmt.Sprintf("sink %s, topic %s, partition %s, range_start %s, range_end %s",
+			name(sink), name(topic), partition.ValueStr(i), start.ValueStr(i), end.ValueStr(i))
+	}
+	// Rows come grouped by destination: each run's is validated once.
+	var valid coverage.Destination
+	validated := false
 	for i := 0; i < int(rec.NumRows()); i++ {
-		if nulls > 0 && (sink.IsNull(i) || topic.IsNull(i) || partition.IsNull(i) || start.IsNull(i) || end.IsNull(i)) {
-			return fmt.Errorf("%w: a row holds a null in a required column (sink %q, topic %q); rows of the coverage table are written only by covmirror",
-				coverage.ErrCorrupt, sink.ValueStr(i), topic.ValueStr(i))
+		if nulls > 0 && (sink.IsNull(i) || topic.IsNull(i) || partition.IsNull(i) || start.IsNull(i) || end.IsNull(i) || (recordedAt && at.IsNull(i))) {
+			return fmt.Errorf("%w: a row holds a null in a required column (%s); %s", coverage.ErrCorrupt, shown(i), corruptRowAdvice)
 		}
 		d := coverage.Destination{Sink: sink.Value(i), Topic: topic.Value(i), Partition: partition.Value(i)}
-		if d != valid {
+		if !validated || d != valid {
 			if err := d.Validate(); err != nil {
-				return fmt.Errorf("%w: a row names no valid destination: %w; rows of the coverage table are written only by covmirror", coverage.ErrCorrupt, err)
+				return fmt.Errorf("%w: a row names no valid destination (%s): %w; %s", coverage.ErrCorrupt, shown(i), err, corruptRowAdvice)
 			}
-			valid = d
+			valid, validated = d, true
 		}
 		s, e := start.Value(i), end.Value(i)
 		if s < 0 || e <= s {
-			return fmt.Errorf("%w: row %s %d..%d is not a valid range; rows of the coverage table are written only by covmirror",
-				coverage.ErrCorrupt, d, s, e)
+			return fmt.Errorf("%w: row %s %d..%d is not a valid range; %s", coverage.ErrCorrupt, d, s, e, corruptRowAdvice)
 		}
 		r := Row{Destination: d, Range: coverage.Range{Start: uint64(s), End: uint64(e)}}
 		if recordedAt {

@@ -11,7 +11,6 @@ import (
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 )
 
@@ -19,22 +18,6 @@ import (
 // rewrite (another compaction won). Nothing was committed; the files this
 // one wrote are orphans for orphan cleanup.
 var ErrInputsGone = errors.New("rewrite inputs are no longer in the table")
-
-// RecordedAt gives the rows of a rewrite the recorded_at they keep:
-// RecordedAt[d][i] is that of the i-th range of destination d in the
-// commit. A destination missing, or a zero time, is recorded at the
-// rewrite's own time.
-type RecordedAt map[coverage.Destination][]time.Time
-
-// validate reports times that do not fit c's ranges one for one.
-func (times RecordedAt) validate(c Commit) error {
-	for _, dr := range c.Ranges {
-		if own, ok := times[dr.Destination]; ok && len(own) != len(dr.Ranges) {
-			return fmt.Errorf("iceberg: rewrite %s: %d recorded times for the %d ranges of %s", c.Name, len(own), len(dr.Ranges), dr.Destination)
-		}
-	}
-	return nil
-}
 
 // compactedFileRows is the file size of Rewrite: CompactedFileRows, which
 // tests lower to split small rewrites into many files.

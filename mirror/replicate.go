@@ -102,7 +102,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
 		res.Sinks++
 		want := bySink[sink]
-		have, err := iceberg.ReadCoverage(ctx, tbl, iceberg.Filter{Sink: sink})
+		have, haveTimes, err := iceberg.ReadFilesCoverage(ctx, tbl, sink, tasksOf[sink])
 		if err != nil {
 			return res, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err)
 		}
@@ -117,7 +117,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 		if len(filesOf[sink]) == 0 {
 			err = table.Append(ctx, c)
 		} else {
-			_, err = table.Rewrite(ctx, tbl, filesOf[sink], c, nil)
+			_, err = table.Rewrite(ctx, tbl, filesOf[sink], c, keptTimes(c, have, haveTimes))
 		}
 		if errors.Is(err, iceberg.ErrInputsGone) {
 			res.Raced++
@@ -134,6 +134,32 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 		}
 	}
 	return res, nil
+}
+
+// keptTimes gives each range of c that the table already holds, exactly,
+// the recorded_at it has there; the others (grown, or new) are recorded at
+// the rewrite's time. Rewriting a sink whose one destination grew then
+// leaves the others' lag and gap ages as they were.
+func keptTimes(c iceberg.Commit, have map[coverage.Destination]*coverage.RangeSet, haveTimes iceberg.RecordedAt) iceberg.RecordedAt {
+	times := iceberg.RecordedAt{}
+	for _, dr := range c.Ranges {
+		set := have[dr.Destination]
+		if set == nil {
+			continue
+		}
+		held := make(map[coverage.Range]time.Time, set.Len())
+		i := 0
+		for r := range set.All() {
+			held[r] = haveTimes[dr.Destination][i]
+			i++
+		}
+		own := make([]time.Time, len(dr.Ranges))
+		for j, r := range dr.Ranges {
+			own[j] = held[r]
+		}
+		times[dr.Destination] = own
+	}
+	return times
 }
 
 func sameCoverage(a, b map[coverage.Destination]*coverage.RangeSet) bool {

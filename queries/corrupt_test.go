@@ -1,8 +1,16 @@
 package queries
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
@@ -71,4 +79,72 @@ func TestForeignRowsThatAreNotRangesAreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The Scan binding appends a null as NULL, not as Value's zero, so that
+// checkRows refuses it: a null start taken as 0 would cover from batch 0.
+// (iceberg-go writes nulls in required columns as zeros; another writer
+// may not.)
+func TestScanBindingKeepsNulls(t *testing.T) {
+	schema, err := table.SchemaToArrowSchema(iceberg.CoverageSchema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, column := range []string{iceberg.ColSink, iceberg.ColTopic, iceberg.ColPartition, iceberg.ColRangeStart, iceberg.ColRangeEnd} {
+		t.Run(column, func(t *testing.T) {
+			rec := foreignRecord(t, schema, column)
+			defer rec.Release()
+			db, err := sql.Open("duckdb", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &DB{db: db, conn: conn}
+			defer q.Close()
+			if _, err := conn.ExecContext(ctx, `CREATE TABLE coverage (`+coverageColumns+`)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.appendTo(ctx, "coverage", func(add func(...driver.Value) error) error { return appendRecord(rec, add) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.checkRows(ctx); !errors.Is(err, coverage.ErrCorrupt) {
+				t.Fatalf("a null %s: %v, want ErrCorrupt", column, err)
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+// foreignRecord is one valid row in schema with column null.
+func foreignRecord(t *testing.T, schema *arrow.Schema, column string) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	at, _ := arrow.TimestampFromTime(time.Now(), arrow.Microsecond)
+	for i, f := range schema.Fields() {
+		field := b.Field(i)
+		if f.Name == column {
+			field.AppendNull()
+			continue
+		}
+		switch f.Name {
+		case iceberg.ColSink, iceberg.ColSinkKey, iceberg.ColTopic, iceberg.ColWriter, iceberg.ColCheckpointID:
+			field.(*array.StringBuilder).Append("x")
+		case iceberg.ColPartition:
+			field.(*array.Int32Builder).Append(0)
+		case iceberg.ColRangeStart:
+			field.(*array.Int64Builder).Append(5)
+		case iceberg.ColRangeEnd:
+			field.(*array.Int64Builder).Append(10)
+		case iceberg.ColRecordedAt:
+			field.(*array.TimestampBuilder).Append(at)
+		default:
+			field.AppendNull()
+		}
+	}
+	return b.NewRecordBatch()
 }

@@ -242,9 +242,24 @@ func appendRecord(rec arrow.RecordBatch, add func(...driver.Value) error) error 
 		return fmt.Errorf("%w: scan returned columns %s", iceberg.ErrIncompatibleTable, rec.Schema())
 	}
 	unit := recordedAt.DataType().(*arrow.TimestampType).Unit
+	columns := []arrow.Array{sink, topic, partition, start, end, writer, checkpoint, recordedAt}
+	nulls := 0
+	for _, c := range columns {
+		nulls += c.NullN()
+	}
+	values := make([]driver.Value, len(columns))
 	for i := range int(rec.NumRows()) {
-		if err := add(sink.Value(i), topic.Value(i), partition.Value(i), start.Value(i), end.Value(i),
-			writer.Value(i), checkpoint.Value(i), recordedAt.Value(i).ToTime(unit)); err != nil {
+		values[0], values[1], values[2], values[3] = sink.Value(i), topic.Value(i), partition.Value(i), start.Value(i)
+		values[4], values[5], values[6], values[7] = end.Value(i), writer.Value(i), checkpoint.Value(i), recordedAt.Value(i).ToTime(unit)
+		if nulls > 0 {
+			// A null stays NULL, for checkRows to see, not Value's zero.
+			for k, c := range columns {
+				if c.IsNull(i) {
+					values[k] = nil
+				}
+			}
+		}
+		if err := add(values...); err != nil {
 			return err
 		}
 	}

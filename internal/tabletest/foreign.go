@@ -19,6 +19,9 @@ type ForeignRow struct {
 	Sink, Topic *string
 	Partition   *int32
 	Start, End  *int64
+	// SinkKey, when set, is the partition key written instead of
+	// iceberg.PathKey(Sink).
+	SinkKey *string
 }
 
 // Valid is a ForeignRow with every field set.
@@ -50,6 +53,10 @@ func AppendForeign(t testing.TB, tbl *iceberg.Table, rows ...ForeignRow) error {
 			case iceberg.ColSink:
 				appendOr(field, r.Sink, func(v string) { field.(*array.StringBuilder).Append(v) })
 			case iceberg.ColSinkKey:
+				if r.SinkKey != nil {
+					field.(*array.StringBuilder).Append(*r.SinkKey)
+					break
+				}
 				appendOr(field, r.Sink, func(v string) { field.(*array.StringBuilder).Append(iceberg.PathKey(v)) })
 			case iceberg.ColTopic:
 				appendOr(field, r.Topic, func(v string) { field.(*array.StringBuilder).Append(v) })
