@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -104,7 +103,7 @@ func TestRewriteRefusesMisfitTimes(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
-	sameCoverage(t, fmt.Sprint("after a refused rewrite"), coverageOf(t, tbl), before)
+	sameCoverage(t, "after a refused rewrite", coverageOf(t, tbl), before)
 	if n := dataFiles(t, tbl); n != len(inputs) {
 		t.Fatalf("%d data files after a refused rewrite, want %d", n, len(inputs))
 	}
