@@ -79,6 +79,7 @@ func (o *Options) Validate() error {
 type Result struct {
 	Sinks        int   `json:"sinks"`         // sinks whose files were rewritten (the table's Iceberg partitions)
 	Skipped      int   `json:"skipped"`       // sinks lost to a concurrent rewrite
+	Corrupt      int   `json:"corrupt"`       // sinks left as they are: their files hold a row that is not a valid row of them
 	FilesRead    int   `json:"files_read"`    // data files replaced
 	FilesWritten int   `json:"files_written"` // data files written
 	BytesRead    int64 `json:"bytes_read"`
@@ -100,7 +101,10 @@ type Result struct {
 // ranges join; a hole stays a hole), sorted by destination and start. Each
 // sink is one replace commit; checkpoints appended meanwhile are kept. A
 // sink whose files another compaction already replaced is skipped,
-// unchanged. Once any sink was rewritten, the table's manifests are merged
+// unchanged. A sink whose files hold a row that is not a valid row of it
+// (another engine's) is left as it is, counted in Result.Corrupt, and the
+// error wraps coverage.ErrCorrupt once the other sinks are done. Once any
+// sink was rewritten, the table's manifests are merged
 // (iceberg.Table.MergeManifests).
 func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error) {
 	opts.EnsureDefaults()
@@ -116,6 +120,7 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 	if err != nil {
 		return res, fmt.Errorf("compaction: refusing to rewrite %s: %w", t.Name(), err)
 	}
+	var corrupt []error
 	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -136,6 +141,14 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 			res.Skipped++
 			continue
 		}
+		if errors.Is(err, coverage.ErrCorrupt) {
+			// Its files cannot be replaced without losing that row; the
+			// other sinks need not wait for it to be removed.
+			opts.Logger.Error("a sink's files are left as they are: they hold a row that is not a valid row of it", "sink", sink, "err", err)
+			res.Corrupt++
+			corrupt = append(corrupt, err)
+			continue
+		}
 		if err != nil {
 			return res, err
 		}
@@ -152,7 +165,7 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 		}
 	}
 	if res.Sinks == 0 {
-		return res, nil
+		return res, errors.Join(corrupt...)
 	}
 	// Each sink's rewrite left a manifest of its own: every reader opens
 	// them all to plan, so they are merged into one. The merge only speeds
@@ -162,14 +175,14 @@ func Compact(ctx context.Context, t *iceberg.Table, opts Options) (Result, error
 	res.ManifestsMerged, res.ManifestsWritten = merge.Merged, merge.Written
 	switch {
 	case errors.Is(err, iceberg.ErrUnverifiedWrite) || errors.Is(err, iceberg.ErrMergeUnverified):
-		return res, fmt.Errorf("compaction: %d sinks compacted, then: %w", res.Sinks, err)
+		return res, errors.Join(append(corrupt, fmt.Errorf("compaction: %d sinks compacted, then: %w", res.Sinks, err))...)
 	case err != nil:
 		res.ManifestMergeError = err.Error()
 		opts.Logger.Warn("manifests not merged; the next compaction tries again", "err", err)
 	default:
 		opts.Logger.Info("merged manifests", "merged", merge.Merged, "written", merge.Written)
 	}
-	return res, nil
+	return res, errors.Join(corrupt...)
 }
 
 // compactSink rewrites one sink's files as read at tbl's snapshot.

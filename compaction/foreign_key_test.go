@@ -44,3 +44,28 @@ func TestCompactionRefusesARowFiledUnderAnotherSink(t *testing.T) {
 		t.Errorf("compaction changed lake's coverage: before %v, after %v", before[lake], after[lake])
 	}
 }
+
+// A sink left as it is for a corrupt row does not hold back the others:
+// they are compacted, and the error says which sink was left.
+func TestCompactionGoesOnPastACorruptSink(t *testing.T) {
+	tbl := openTable(t)
+	for i := range 2 {
+		if err := tbl.Append(ctx, iceberg.Commit{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
+			{Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
+			{Destination: coverage.Destination{Sink: "search", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := tabletest.Valid("other", "orders", 0, 0, 5)
+	lakeKey := iceberg.PathKey("lake")
+	row.SinkKey = &lakeKey
+	if err := tabletest.AppendForeign(t, tbl, row); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Compact(ctx, tbl, Options{MinSmallFiles: 1})
+	if !errors.Is(err, coverage.ErrCorrupt) || res.Corrupt != 1 || res.Sinks != 1 {
+		t.Fatalf("Compact: %+v, %v; want lake left (ErrCorrupt) and search compacted", res, err)
+	}
+	t.Log(err)
+}

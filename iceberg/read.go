@@ -93,8 +93,17 @@ func ReadFileRows(ctx context.Context, tbl *table.Table, tasks []table.FileScanT
 	if len(tasks) == 0 {
 		return nil
 	}
+	if err := noDeleteFiles(tbl, tasks); err != nil {
+		return err
+	}
+	// A task's residual filter would drop rows: every row is wanted.
+	whole := make([]table.FileScanTask, len(tasks))
+	for i, task := range tasks {
+		whole[i] = task
+		whole[i].Residual = nil
+	}
 	scan := tbl.Scan(table.WithSelectedFields(rowFields(recordedAt)...), table.WithArrowBatchSize(readBatchRows))
-	_, records, err := scan.ReadTasks(ctx, tasks)
+	_, records, err := scan.ReadTasks(ctx, whole)
 	return readRecords(tbl, records, err, recordedAt, fn)
 }
 

@@ -50,6 +50,7 @@ type ReplicateResult struct {
 	Unchanged int `json:"unchanged"` // sinks the table already mirrored exactly
 	Raced     int `json:"raced"`     // sinks skipped: a compaction replaced their files meanwhile
 	Extra     int `json:"extra"`     // sinks the table has and the primary has not, left as they are
+	Corrupt   int `json:"corrupt"`   // sinks left as they are: their files hold a row that is not theirs or not valid
 }
 
 // Replicate makes the coverage table a mirror of the primary: per sink, the
@@ -58,7 +59,10 @@ type ReplicateResult struct {
 // The table may lag the primary, never lead it: it only ever receives
 // what the primary had committed. A sink already mirrored exactly is not
 // rewritten. Sinks the table holds and the primary does not (rows written
-// before the primary was chosen) are left and counted as Extra.
+// before the primary was chosen) are left and counted as Extra. A sink
+// whose files hold a row that is not a valid row of it (another engine's)
+// is left as it is and counted as Corrupt, and the others are mirrored; the
+// error then wraps coverage.ErrCorrupt for each such sink.
 func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, opts ReplicateOptions) (ReplicateResult, error) {
 	var res ReplicateResult
 	opts.EnsureDefaults()
@@ -99,10 +103,19 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 			logger.Warn("the table has a sink the primary has not; left as it is", "table", table.Name(), "sink", sink)
 		}
 	}
+	var corrupt []error
 	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
 		res.Sinks++
 		want := bySink[sink]
 		have, haveTimes, err := iceberg.ReadFilesCoverage(ctx, tbl, sink, tasksOf[sink])
+		if errors.Is(err, coverage.ErrCorrupt) {
+			// Its files cannot be replaced without losing that row; the
+			// other sinks need not wait for it to be removed.
+			res.Corrupt++
+			logger.Error("a sink's rows in the table are left as they are: its files hold a row that is not a valid row of it", "table", table.Name(), "sink", sink, "err", err)
+			corrupt = append(corrupt, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err))
+			continue
+		}
 		if err != nil {
 			return res, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err)
 		}
@@ -133,7 +146,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 			return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
 		}
 	}
-	return res, nil
+	return res, errors.Join(corrupt...)
 }
 
 // keptTimes gives each range of c that the table already holds, exactly,

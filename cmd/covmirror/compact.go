@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/compaction"
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -60,6 +61,9 @@ type compactRun struct {
 
 func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain compaction.MaintainOptions, asJSON bool) error {
 	run := compactRun{At: time.Now().UTC()}
+	// A sink left for a corrupt row fails the run, once the other sinks
+	// and the maintenance are done and reported.
+	var corrupt error
 	if !maintain.DryRun {
 		opts := compaction.Options{Logger: g.logger}
 		if isTerminal(g.stderr) {
@@ -70,10 +74,10 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 			defer fmt.Fprintln(g.stderr)
 		}
 		res, err := compaction.Compact(ctx, table, opts)
-		if err != nil {
+		if err != nil && !errors.Is(err, coverage.ErrCorrupt) {
 			return err
 		}
-		run.Compaction = res
+		run.Compaction, corrupt = res, err
 	}
 	mres, err := compaction.Maintain(ctx, table, maintain)
 	if err != nil {
@@ -82,7 +86,7 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 	run.Maintenance = mres
 	run.Seconds = time.Since(run.At).Seconds()
 	if asJSON {
-		return json.NewEncoder(g.stdout).Encode(run)
+		return errors.Join(json.NewEncoder(g.stdout).Encode(run), corrupt)
 	}
 	res := run.Compaction
 	fmt.Fprintf(g.stdout, "compacted %d sink(s): %d files (%d rows) into %d files (%d rows); %d manifests merged into %d\n",
@@ -90,12 +94,15 @@ func compactOnce(ctx context.Context, g *globals, table *iceberg.Table, maintain
 	if res.ManifestMergeError != "" {
 		fmt.Fprintf(g.stdout, "manifests not merged (the next compaction tries again): %s\n", res.ManifestMergeError)
 	}
+	if res.Corrupt > 0 {
+		fmt.Fprintf(g.stdout, "%d sink(s) left as they are: their files hold a row that is not a valid row of them (below)\n", res.Corrupt)
+	}
 	verb := "deleted"
 	if mres.DryRun {
 		verb = "would delete"
 	}
 	fmt.Fprintf(g.stdout, "expired %d snapshot(s); %s %d orphan file(s) of %d bytes\n", mres.SnapshotsExpired, verb, mres.OrphanFiles, mres.OrphanBytes)
-	return nil
+	return corrupt
 }
 
 // isTerminal reports whether w is a character device, where progress lines

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
 // TestCompactFailures: with a warehouse that refuses new files, a one-shot
@@ -44,5 +49,46 @@ func TestCompactFailures(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), "level=ERROR"); n < want {
 		t.Fatalf("%d failed runs logged, want at least %d: a failed run must not end the schedule\n%s", n, want, stderr.String())
+	}
+}
+
+// TestCompactLeavesACorruptSink: a row another engine filed under lake's
+// key leaves lake as it is; search is compacted, the maintenance runs, the
+// report says so, and the command exits 1 naming the row.
+func TestCompactLeavesACorruptSink(t *testing.T) {
+	state := t.TempDir()
+	for _, r := range []string{"1:2", "3:4"} {
+		for _, sink := range []string{"lake", "search"} {
+			mustRun(t, state, "record", "--sink", sink, "--topic", "t", "--range", r)
+		}
+		mustRun(t, state, "checkpoint")
+	}
+	ctx := context.Background()
+	props, err := iceberg.EmbeddedProps(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := iceberg.OpenCatalog(ctx, "", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := iceberg.Open(ctx, cat, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := tabletest.Valid("other", "t", 0, 0, 5)
+	lakeKey := iceberg.PathKey("lake")
+	row.SinkKey = &lakeKey
+	if err := tabletest.AppendForeign(t, table, row); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCLI(t, state, "compact")
+	if exitCode(err) != 1 || !errors.Is(err, coverage.ErrCorrupt) || !strings.Contains(err.Error(), `filed under sink "lake" holds a row of other/t/0`) {
+		t.Fatalf("compact with a corrupt sink: exit %d, %v", exitCode(err), err)
+	}
+	for _, want := range []string{"compacted 1 sink(s)", "1 sink(s) left as they are", "expired "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
 	}
 }

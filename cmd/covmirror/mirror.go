@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -35,11 +36,14 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 		return mirror.ReplicateEvery(ctx, tier, table, *every, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}) // until SIGTERM
 	}
 	res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
-	if err != nil {
+	if err != nil && !errors.Is(err, coverage.ErrCorrupt) {
 		return err
 	}
+	// A sink left for a corrupt row fails the run once the others are
+	// mirrored and reported.
+	corrupt := err
 	if *asJSON {
-		return json.NewEncoder(g.stdout).Encode(res)
+		return errors.Join(json.NewEncoder(g.stdout).Encode(res), corrupt)
 	}
 	fmt.Fprintf(g.stdout, "mirrored %s into %s: %d sinks, %d replaced, %d unchanged", tier.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
 	if res.Raced > 0 {
@@ -48,6 +52,9 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 	if res.Extra > 0 {
 		fmt.Fprintf(g.stdout, "; the table has %d sinks the primary has not, left as they are", res.Extra)
 	}
+	if res.Corrupt > 0 {
+		fmt.Fprintf(g.stdout, "; %d sinks left as they are: their files hold a row that is not a valid row of them (below)", res.Corrupt)
+	}
 	fmt.Fprintln(g.stdout)
-	return nil
+	return corrupt
 }

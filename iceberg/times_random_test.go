@@ -1,0 +1,249 @@
+package iceberg_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/compaction"
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
+)
+
+var timesSeed = flag.Uint64("times-seed", 0, "seed of the recorded-times tests (0: from the clock)")
+
+type stampedRow struct {
+	d  coverage.Destination
+	r  coverage.Range
+	at time.Time
+}
+
+// appendStamped commits rows, in the order given, with their own recorded_at,
+// through iceberg-go's append (one data file per call).
+func appendStamped(t *testing.T, tbl *iceberg.Table, rows []stampedRow) {
+	t.Helper()
+	ctx := context.Background()
+	loaded, err := tbl.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := table.SchemaToArrowSchema(loaded.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for _, r := range rows {
+		for i, f := range schema.Fields() {
+			field := b.Field(i)
+			switch f.Name {
+			case iceberg.ColSink:
+				field.(*array.StringBuilder).Append(r.d.Sink)
+			case iceberg.ColSinkKey:
+				field.(*array.StringBuilder).Append(iceberg.PathKey(r.d.Sink))
+			case iceberg.ColTopic:
+				field.(*array.StringBuilder).Append(r.d.Topic)
+			case iceberg.ColPartition:
+				field.(*array.Int32Builder).Append(r.d.Partition)
+			case iceberg.ColRangeStart:
+				field.(*array.Int64Builder).Append(int64(r.r.Start))
+			case iceberg.ColRangeEnd:
+				field.(*array.Int64Builder).Append(int64(r.r.End))
+			case iceberg.ColWriter, iceberg.ColCheckpointID:
+				field.(*array.StringBuilder).Append("foreign")
+			case iceberg.ColRecordedAt:
+				at, _ := arrow.TimestampFromTime(r.at, arrow.Microsecond)
+				field.(*array.TimestampBuilder).Append(at)
+			default:
+				field.AppendNull()
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	txn := loaded.NewTransaction()
+	if err := txn.Append(ctx, rdr, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// latestByBruteForce is the naive model: the union of the rows, and for each merged
+// range the latest time of the rows inside it.
+func latestByBruteForce(rows []stampedRow) (map[coverage.Destination]*coverage.RangeSet, map[coverage.Destination]map[coverage.Range]time.Time) {
+	sets := map[coverage.Destination]*coverage.RangeSet{}
+	for _, r := range rows {
+		if sets[r.d] == nil {
+			sets[r.d] = new(coverage.RangeSet)
+		}
+		_ = sets[r.d].Add(r.r)
+	}
+	times := map[coverage.Destination]map[coverage.Range]time.Time{}
+	for d, set := range sets {
+		times[d] = map[coverage.Range]time.Time{}
+		for m := range set.All() {
+			var latest time.Time
+			for _, r := range rows {
+				if r.d == d && r.r.Start >= m.Start && r.r.End <= m.End && r.at.After(latest) {
+					latest = r.at
+				}
+			}
+			times[d][m] = latest
+		}
+	}
+	return sets, times
+}
+
+// ReadFilesCoverage against a brute-force max over rows per merged range,
+// on random rows in random order spread over several files, then through
+// compaction (twice, with rows added between).
+func TestReadFilesCoverageTimesRandom(t *testing.T) {
+	seed := testseed.Seed(t, *timesSeed, "go test ./iceberg -run "+t.Name()+" -times-seed SEED")
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	iters := 12
+	for it := range iters {
+		tbl := tabletest.EmbeddedTable(t)
+		dests := []coverage.Destination{
+			{Sink: "s", Topic: "a"}, {Sink: "s", Topic: "a", Partition: 1}, {Sink: "s", Topic: "b"},
+		}
+		var all []stampedRow
+		check := func(stage string) {
+			t.Helper()
+			loaded, err := tbl.Load(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bySink, err := iceberg.DataFilesBySink(ctx, loaded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sets, times, err := iceberg.ReadFilesCoverage(ctx, loaded, "s", bySink["s"])
+			if err != nil {
+				t.Fatalf("iter %d %s: %v", it, stage, err)
+			}
+			wantSets, wantTimes := latestByBruteForce(all)
+			if len(sets) != len(wantSets) {
+				t.Fatalf("iter %d %s: %d destinations, want %d", it, stage, len(sets), len(wantSets))
+			}
+			for d, want := range wantSets {
+				got := sets[d]
+				if got == nil || !got.Equal(want) {
+					t.Fatalf("iter %d %s: %s covers %v, want %v", it, stage, d, got, want)
+				}
+				if len(times[d]) != want.Len() {
+					t.Fatalf("iter %d %s: %s: %d times for %d ranges", it, stage, d, len(times[d]), want.Len())
+				}
+				i := 0
+				for m := range got.All() {
+					if w := wantTimes[d][m]; !times[d][i].Equal(w) {
+						t.Errorf("iter %d %s: %s %s at %s, want %s (rows %v)", it, stage, d, m, times[d][i], w, all)
+					}
+					i++
+				}
+			}
+		}
+		addRandom := func() {
+			files := 1 + rng.IntN(4)
+			for range files {
+				var rows []stampedRow
+				for range 1 + rng.IntN(12) {
+					s := uint64(rng.IntN(80))
+					rows = append(rows, stampedRow{
+						d:  dests[rng.IntN(len(dests))],
+						r:  coverage.Range{Start: s, End: s + 1 + uint64(rng.IntN(8))},
+						at: base.Add(time.Duration(rng.IntN(20)) * time.Second),
+					})
+				}
+				appendStamped(t, tbl, rows)
+				all = append(all, rows...)
+			}
+		}
+		addRandom()
+		check("read")
+		if _, err := compaction.Compact(ctx, tbl, compaction.Options{MinSmallFiles: 1}); err != nil {
+			t.Fatalf("iter %d compact: %v", it, err)
+		}
+		check("after compaction")
+		addRandom()
+		check("read 2")
+		if _, err := compaction.Compact(ctx, tbl, compaction.Options{MinSmallFiles: 1}); err != nil {
+			t.Fatalf("iter %d compact 2: %v", it, err)
+		}
+		check("after compaction 2")
+		if t.Failed() {
+			return
+		}
+		_ = fmt.Sprint
+	}
+}
+
+// Many rows in one destination, so that the set spans many chunks
+// (chunkMax 128): merges across chunk boundaries, ranges moved downward.
+func TestReadFilesCoverageTimesManyChunks(t *testing.T) {
+	seed := testseed.Seed(t, *timesSeed, "go test ./iceberg -run "+t.Name()+" -times-seed SEED")
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tbl := tabletest.EmbeddedTable(t)
+	d := coverage.Destination{Sink: "s", Topic: "a"}
+	var all []stampedRow
+	for f := range 4 {
+		var rows []stampedRow
+		for range 1500 {
+			s := uint64(rng.IntN(60000))
+			l := 1 + uint64(rng.IntN(6))
+			if f == 3 && rng.IntN(10) == 0 {
+				l = 1 + uint64(rng.IntN(2000)) // wide: absorbs across chunks
+			}
+			rows = append(rows, stampedRow{d: d, r: coverage.Range{Start: s, End: s + l}, at: base.Add(time.Duration(rng.IntN(100000)) * time.Millisecond)})
+		}
+		appendStamped(t, tbl, rows)
+		all = append(all, rows...)
+	}
+	loaded, err := tbl.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySink, err := iceberg.DataFilesBySink(ctx, loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, times, err := iceberg.ReadFilesCoverage(ctx, loaded, "s", bySink["s"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSets, wantTimes := latestByBruteForce(all)
+	if !sets[d].Equal(wantSets[d]) {
+		t.Fatalf("sets differ")
+	}
+	t.Logf("%d rows, %d merged ranges", len(all), sets[d].Len())
+	i, bad := 0, 0
+	for m := range sets[d].All() {
+		if w := wantTimes[d][m]; !times[d][i].Equal(w) {
+			bad++
+			if bad < 5 {
+				t.Errorf("%s at %s, want %s", m, times[d][i], w)
+			}
+		}
+		i++
+	}
+}
