@@ -8,11 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
@@ -32,55 +27,12 @@ type stampedRow struct {
 // through iceberg-go's append (one data file per call).
 func appendStamped(t *testing.T, tbl *iceberg.Table, rows []stampedRow) {
 	t.Helper()
-	ctx := context.Background()
-	loaded, err := tbl.Load(ctx)
-	if err != nil {
-		t.Fatal(err)
+	foreign := make([]tabletest.ForeignRow, len(rows))
+	for i, r := range rows {
+		foreign[i] = tabletest.Valid(r.d.Sink, r.d.Topic, r.d.Partition, int64(r.r.Start), int64(r.r.End))
+		foreign[i].RecordedAt = r.at
 	}
-	schema, err := table.SchemaToArrowSchema(loaded.Schema(), nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for _, r := range rows {
-		for i, f := range schema.Fields() {
-			field := b.Field(i)
-			switch f.Name {
-			case iceberg.ColSink:
-				field.(*array.StringBuilder).Append(r.d.Sink)
-			case iceberg.ColSinkKey:
-				field.(*array.StringBuilder).Append(iceberg.PathKey(r.d.Sink))
-			case iceberg.ColTopic:
-				field.(*array.StringBuilder).Append(r.d.Topic)
-			case iceberg.ColPartition:
-				field.(*array.Int32Builder).Append(r.d.Partition)
-			case iceberg.ColRangeStart:
-				field.(*array.Int64Builder).Append(int64(r.r.Start))
-			case iceberg.ColRangeEnd:
-				field.(*array.Int64Builder).Append(int64(r.r.End))
-			case iceberg.ColWriter, iceberg.ColCheckpointID:
-				field.(*array.StringBuilder).Append("foreign")
-			case iceberg.ColRecordedAt:
-				at, _ := arrow.TimestampFromTime(r.at, arrow.Microsecond)
-				field.(*array.TimestampBuilder).Append(at)
-			default:
-				field.AppendNull()
-			}
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
-	txn := loaded.NewTransaction()
-	if err := txn.Append(ctx, rdr, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
+	if err := tabletest.AppendForeign(t, tbl, foreign...); err != nil {
 		t.Fatal(err)
 	}
 }

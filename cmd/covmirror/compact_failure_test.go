@@ -63,19 +63,7 @@ func TestCompactLeavesACorruptSink(t *testing.T) {
 		}
 		mustRun(t, state, "checkpoint")
 	}
-	ctx := context.Background()
-	props, err := iceberg.EmbeddedProps(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := iceberg.OpenCatalog(ctx, "", props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := iceberg.Open(ctx, cat, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	table := tabletest.EmbeddedTableIn(t, state)
 	row := tabletest.Valid("other", "t", 0, 0, 5)
 	lakeKey := iceberg.PathKey("lake")
 	row.SinkKey = &lakeKey

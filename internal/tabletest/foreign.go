@@ -1,6 +1,7 @@
 package tabletest
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ type ForeignRow struct {
 	// SinkKey, when set, is the partition key written instead of
 	// iceberg.PathKey(Sink).
 	SinkKey *string
+	// RecordedAt is the row's recorded_at; zero: the time of the append.
+	RecordedAt time.Time
 }
 
 // Valid is a ForeignRow with every field set.
@@ -45,7 +48,7 @@ func AppendForeign(t testing.TB, tbl *iceberg.Table, rows ...ForeignRow) error {
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	at, _ := arrow.TimestampFromTime(time.Now(), arrow.Microsecond)
+	now := time.Now()
 	for _, r := range rows {
 		for i, f := range schema.Fields() {
 			field := b.Field(i)
@@ -69,6 +72,10 @@ func AppendForeign(t testing.TB, tbl *iceberg.Table, rows ...ForeignRow) error {
 			case iceberg.ColWriter, iceberg.ColCheckpointID:
 				field.(*array.StringBuilder).Append("foreign")
 			case iceberg.ColRecordedAt:
+				at, err := arrow.TimestampFromTime(cmp.Or(r.RecordedAt, now), arrow.Microsecond)
+				if err != nil {
+					t.Fatal(err)
+				}
 				field.(*array.TimestampBuilder).Append(at)
 			default:
 				field.AppendNull()

@@ -17,8 +17,16 @@ import (
 // embedded catalog (SQLite and a local warehouse) under a test directory.
 func EmbeddedTable(t testing.TB) *iceberg.Table {
 	t.Helper()
+	return EmbeddedTableIn(t, t.TempDir())
+}
+
+// EmbeddedTableIn opens the coverage table of the embedded catalog under
+// dir, creating it if need be: the one a covmirror command with --state dir
+// uses.
+func EmbeddedTableIn(t testing.TB, dir string) *iceberg.Table {
+	t.Helper()
 	ctx := context.Background()
-	props, err := iceberg.EmbeddedProps(t.TempDir())
+	props, err := iceberg.EmbeddedProps(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
