@@ -7,6 +7,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
 // Recorded times on a layout built to merge heavily (the random test
@@ -34,7 +35,7 @@ func TestCompactionTimesUnderHeavyMerges(t *testing.T) {
 	check := func(stage string) {
 		t.Helper()
 		rows := stampedRows(t, tbl)
-		want := latestTimes(rows)
+		_, want := tabletest.LatestByBruteForce(rows)
 		before := coverageOf(t, tbl)
 		if _, err := Compact(ctx, tbl, Options{MinSmallFiles: 1}); err != nil {
 			t.Fatalf("%s: %v", stage, err)

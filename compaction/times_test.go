@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
 // stampedRows reads every row of tbl with its recorded_at.
@@ -26,32 +26,6 @@ func stampedRows(t *testing.T, tbl *iceberg.Table) []iceberg.Row {
 	return rows
 }
 
-// latestTimes is the model: for each destination's merged range, the
-// latest recorded_at of the rows inside it, found by a plain scan.
-func latestTimes(rows []iceberg.Row) map[coverage.Destination]map[coverage.Range]time.Time {
-	sets := map[coverage.Destination]*coverage.RangeSet{}
-	for _, r := range rows {
-		if sets[r.Destination] == nil {
-			sets[r.Destination] = new(coverage.RangeSet)
-		}
-		_ = sets[r.Destination].Add(r.Range)
-	}
-	out := map[coverage.Destination]map[coverage.Range]time.Time{}
-	for d, set := range sets {
-		out[d] = map[coverage.Range]time.Time{}
-		for m := range set.All() {
-			var latest time.Time
-			for _, r := range rows {
-				if r.Destination == d && r.Range.Start >= m.Start && r.Range.End <= m.End && r.RecordedAt.After(latest) {
-					latest = r.RecordedAt
-				}
-			}
-			out[d][m] = latest
-		}
-	}
-	return out
-}
-
 // A compacted row keeps the latest recorded_at of the rows it merged, not
 // the compaction's time: lag measured from recorded_at must not reset to
 // zero at every compaction.
@@ -62,7 +36,7 @@ func TestCompactionKeepsRecordedAt(t *testing.T) {
 	for round := range 3 {
 		tbl := openTable(t)
 		randomCheckpoints(t, tbl, r, 20+r.IntN(20))
-		want := latestTimes(stampedRows(t, tbl))
+		_, want := tabletest.LatestByBruteForce(stampedRows(t, tbl))
 		startedAt := time.Now()
 		if _, err := Compact(ctx, tbl, Options{}); err != nil {
 			t.Fatalf("round %d: %v", round, err)

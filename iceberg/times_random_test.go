@@ -17,50 +17,35 @@ import (
 
 var timesSeed = flag.Uint64("times-seed", 0, "seed of the recorded-times tests (0: from the clock)")
 
-type stampedRow struct {
-	d  coverage.Destination
-	r  coverage.Range
-	at time.Time
-}
-
 // appendStamped commits rows, in the order given, with their own recorded_at,
 // through iceberg-go's append (one data file per call).
-func appendStamped(t *testing.T, tbl *iceberg.Table, rows []stampedRow) {
+func appendStamped(t *testing.T, tbl *iceberg.Table, rows []iceberg.Row) {
 	t.Helper()
 	foreign := make([]tabletest.ForeignRow, len(rows))
 	for i, r := range rows {
-		foreign[i] = tabletest.Valid(r.d.Sink, r.d.Topic, r.d.Partition, int64(r.r.Start), int64(r.r.End))
-		foreign[i].RecordedAt = r.at
+		d := r.Destination
+		foreign[i] = tabletest.Valid(d.Sink, d.Topic, d.Partition, int64(r.Range.Start), int64(r.Range.End))
+		foreign[i].RecordedAt = r.RecordedAt
 	}
 	if err := tabletest.AppendForeign(t, tbl, foreign...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// latestByBruteForce is the naive model: the union of the rows, and for each merged
-// range the latest time of the rows inside it.
-func latestByBruteForce(rows []stampedRow) (map[coverage.Destination]*coverage.RangeSet, map[coverage.Destination]map[coverage.Range]time.Time) {
-	sets := map[coverage.Destination]*coverage.RangeSet{}
-	for _, r := range rows {
-		if sets[r.d] == nil {
-			sets[r.d] = new(coverage.RangeSet)
-		}
-		_ = sets[r.d].Add(r.r)
+// readSinkTimes is ReadFilesCoverage over every file of sink in tbl's
+// current snapshot.
+func readSinkTimes(t *testing.T, tbl *iceberg.Table, sink string) (map[coverage.Destination]*coverage.RangeSet, iceberg.RecordedAt, error) {
+	t.Helper()
+	ctx := context.Background()
+	loaded, err := tbl.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	times := map[coverage.Destination]map[coverage.Range]time.Time{}
-	for d, set := range sets {
-		times[d] = map[coverage.Range]time.Time{}
-		for m := range set.All() {
-			var latest time.Time
-			for _, r := range rows {
-				if r.d == d && r.r.Start >= m.Start && r.r.End <= m.End && r.at.After(latest) {
-					latest = r.at
-				}
-			}
-			times[d][m] = latest
-		}
+	bySink, err := iceberg.DataFilesBySink(ctx, loaded)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sets, times
+	return iceberg.ReadFilesCoverage(ctx, loaded, sink, bySink[sink])
 }
 
 // ReadFilesCoverage against a brute-force max over rows per merged range,
@@ -77,22 +62,14 @@ func TestReadFilesCoverageTimesRandom(t *testing.T) {
 		dests := []coverage.Destination{
 			{Sink: "s", Topic: "a"}, {Sink: "s", Topic: "a", Partition: 1}, {Sink: "s", Topic: "b"},
 		}
-		var all []stampedRow
+		var all []iceberg.Row
 		check := func(stage string) {
 			t.Helper()
-			loaded, err := tbl.Load(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bySink, err := iceberg.DataFilesBySink(ctx, loaded)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sets, times, err := iceberg.ReadFilesCoverage(ctx, loaded, "s", bySink["s"])
+			sets, times, err := readSinkTimes(t, tbl, "s")
 			if err != nil {
 				t.Fatalf("iter %d %s: %v", it, stage, err)
 			}
-			wantSets, wantTimes := latestByBruteForce(all)
+			wantSets, wantTimes := tabletest.LatestByBruteForce(all)
 			if len(sets) != len(wantSets) {
 				t.Fatalf("iter %d %s: %d destinations, want %d", it, stage, len(sets), len(wantSets))
 			}
@@ -116,13 +93,13 @@ func TestReadFilesCoverageTimesRandom(t *testing.T) {
 		addRandom := func() {
 			files := 1 + rng.IntN(4)
 			for range files {
-				var rows []stampedRow
+				var rows []iceberg.Row
 				for range 1 + rng.IntN(12) {
 					s := uint64(rng.IntN(80))
-					rows = append(rows, stampedRow{
-						d:  dests[rng.IntN(len(dests))],
-						r:  coverage.Range{Start: s, End: s + 1 + uint64(rng.IntN(8))},
-						at: base.Add(time.Duration(rng.IntN(20)) * time.Second),
+					rows = append(rows, iceberg.Row{
+						Destination: dests[rng.IntN(len(dests))],
+						Range:       coverage.Range{Start: s, End: s + 1 + uint64(rng.IntN(8))},
+						RecordedAt:  base.Add(time.Duration(rng.IntN(20)) * time.Second),
 					})
 				}
 				appendStamped(t, tbl, rows)
@@ -153,37 +130,28 @@ func TestReadFilesCoverageTimesRandom(t *testing.T) {
 func TestReadFilesCoverageTimesManyChunks(t *testing.T) {
 	seed := testseed.Seed(t, *timesSeed, "go test ./iceberg -run "+t.Name()+" -times-seed SEED")
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tbl := tabletest.EmbeddedTable(t)
 	d := coverage.Destination{Sink: "s", Topic: "a"}
-	var all []stampedRow
+	var all []iceberg.Row
 	for f := range 4 {
-		var rows []stampedRow
+		var rows []iceberg.Row
 		for range 1500 {
 			s := uint64(rng.IntN(60000))
 			l := 1 + uint64(rng.IntN(6))
 			if f == 3 && rng.IntN(10) == 0 {
 				l = 1 + uint64(rng.IntN(2000)) // wide: absorbs across chunks
 			}
-			rows = append(rows, stampedRow{d: d, r: coverage.Range{Start: s, End: s + l}, at: base.Add(time.Duration(rng.IntN(100000)) * time.Millisecond)})
+			rows = append(rows, iceberg.Row{Destination: d, Range: coverage.Range{Start: s, End: s + l}, RecordedAt: base.Add(time.Duration(rng.IntN(100000)) * time.Millisecond)})
 		}
 		appendStamped(t, tbl, rows)
 		all = append(all, rows...)
 	}
-	loaded, err := tbl.Load(ctx)
+	sets, times, err := readSinkTimes(t, tbl, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySink, err := iceberg.DataFilesBySink(ctx, loaded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, times, err := iceberg.ReadFilesCoverage(ctx, loaded, "s", bySink["s"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantSets, wantTimes := latestByBruteForce(all)
+	wantSets, wantTimes := tabletest.LatestByBruteForce(all)
 	if !sets[d].Equal(wantSets[d]) {
 		t.Fatalf("sets differ")
 	}

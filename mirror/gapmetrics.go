@@ -105,8 +105,8 @@ type SinkGaps struct {
 // same destination starting at the same batch. Compaction gives a merged
 // row the latest recorded_at of the rows it merged, which may be later than
 // the earliest row over a gap, so the second bound is what keeps a stuck
-// gap ageing across compactions; a gap whose start moves (a replay in progress, a sink
-// that lags but writes) starts over.
+// gap ageing across compactions; a gap whose start moves (a replay in
+// progress, a sink that lags but writes) starts over.
 type GapMetrics struct {
 	opts GapMetricsOptions
 
