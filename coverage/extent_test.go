@@ -1,0 +1,47 @@
+package coverage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseExtents(t *testing.T) {
+	got, err := ParseExtents(strings.NewReader(`[{"topic":"b","partition":1,"end":7},{"topic":"a","partition":0,"start":3,"end":3}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Extent{{Topic: "a", Partition: 0, Start: 3, End: 3}, {Topic: "b", Partition: 1, End: 7}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if _, ok := got[0].Range(); ok {
+		t.Fatal("an extent with start == end is empty")
+	}
+	if r, ok := got[1].Range(); !ok || r != (Range{Start: 0, End: 7}) {
+		t.Fatalf("range %v %v", r, ok)
+	}
+}
+
+func TestParseExtentsRefuses(t *testing.T) {
+	for _, in := range []string{
+		``, `null`, `{}`, `[{}]`,
+		`[{"topic":"a","partition":0}]`,                                             // no end
+		`[{"partition":0,"end":1}]`,                                                 // no topic
+		`[{"topic":"a","end":1}]`,                                                   // no partition
+		`[{"topic":"","partition":0,"end":1}]`,                                      // empty topic
+		`[{"topic":"a","partition":-1,"end":1}]`,                                    // negative partition
+		`[{"topic":"a","partition":0,"start":5,"end":4}]`,                           // inverted
+		`[{"topic":"a","partition":0,"end":-1}]`,                                    // negative end
+		`[{"topic":"a","partition":0,"end":1.5}]`,                                   // fractional
+		`[{"topic":"a","partition":0,"end":9223372036854775808}]`,                   // past MaxBatchEnd
+		`[{"topic":"a","partition":0,"end":1,"sink":"raw"}]`,                        // unknown field
+		`[{"topic":"a","partition":0,"end":1},{"topic":"a","partition":0,"end":2}]`, // twice
+		`[{"topic":"a","partition":0,"end":1}] []`,                                  // trailing data
+		`[{"topic":"a\u0000","partition":0,"end":1}]`,                               // NUL in topic
+	} {
+		if got, err := ParseExtents(strings.NewReader(in)); !errors.Is(err, ErrInvalidExtent) {
+			t.Errorf("ParseExtents(%s) = %v, %v; want ErrInvalidExtent", in, got, err)
+		}
+	}
+}
