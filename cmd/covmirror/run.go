@@ -65,11 +65,13 @@ func init() {
 // globals are the settings every subcommand shares.
 type globals struct {
 	stdout, stderr io.Writer
-	state          string
-	props          map[string]string
-	namespace      string
-	table          string
-	writer         string
+	// stdin is what a file argument of "-" reads (--acked-ends -).
+	stdin     io.Reader
+	state     string
+	props     map[string]string
+	namespace string
+	table     string
+	writer    string
 	// durable is the durable tier: durableIceberg, durableObject or
 	// durablePostgres.
 	durable  string
@@ -88,7 +90,7 @@ type globals struct {
 // status 1) saying so, with the stack in the debug log, never a Go stack
 // trace on the terminal.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	g := &globals{stdout: stdout, stderr: stderr, props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
+	g := &globals{stdout: stdout, stderr: stderr, stdin: os.Stdin, props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
 	defer func() {
 		if r := recover(); r != nil {
 			g.logger.Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
