@@ -24,7 +24,7 @@ const (
 
 // counts are what one seed's run did, for its report line.
 type counts struct {
-	acked, workerKills, serveKills, redisRestarts atomic.Int64
+	acked, workerKills, serveKills, redisRestarts        atomic.Int64
 	droppedRecords, failedWrites, redeliveries, lostAcks atomic.Int64
 }
 
