@@ -22,7 +22,9 @@ test:
 # .ci/postgres.sh starts one), and SeaweedFS's Iceberg REST catalog on its
 # S3 gateway, which each test starts on free ports from the binary
 # .ci/seaweedfs.sh builds (once, about 10 minutes; cached outside the
-# repository). An unreachable server fails, never skips.
+# repository). An unreachable server fails, never skips. The end-to-end
+# pipeline test (internal/pipelinetest) embeds NATS JetStream and starts
+# its own redis-server.
 test-integration:
 	COVMIRROR_WEED=$$(bash .ci/seaweedfs.sh) && export COVMIRROR_WEED && \
 	$(GO) test -race -tags integration -run 'Postgres|SeaweedFS' -timeout 60m $(PKGS)
