@@ -105,6 +105,7 @@ func runPipeline(t *testing.T, bin string, seed uint64) {
 		t.Fatal(err)
 	}
 	pl.checkNoLead(t, ctx, "before recovery")
+	pl.checkAnsweredKept(t, ctx, "before recovery")
 
 	acked, err := pl.broker.ackedExtents(ctx, partitions)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type pipeline struct {
 	redis      *redisProc
 	serve      *serveProc
 	n          counts
+
+	mu       sync.Mutex                     // guards answered
+	answered map[destKey]*coverage.RangeSet // every batch a record call got a 200 for
 }
 
 // The steps of one message at which a worker may be killed: before raw's
@@ -163,9 +167,32 @@ func (pl *pipeline) process(ctx context.Context, p int32, msg jetstream.Msg, kil
 func (pl *pipeline) recordOrDrop(ctx context.Context, sink string, p int32, batch uint64) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := pl.serve.record(rctx, recordEntry{Sink: sink, Topic: topic, Partition: p, Start: batch, End: batch + 1}); err != nil {
+	if err := pl.record(rctx, recordEntry{Sink: sink, Topic: topic, Partition: p, Start: batch, End: batch + 1}); err != nil {
 		pl.n.droppedRecords.Add(1)
 	}
+}
+
+// record records entries through serve and keeps, after a 200, what it
+// recorded: a 200 promises the records survive a SIGKILL of serve.
+func (pl *pipeline) record(ctx context.Context, entries ...recordEntry) error {
+	if err := pl.serve.record(ctx, entries...); err != nil {
+		return err
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.answered == nil {
+		pl.answered = map[destKey]*coverage.RangeSet{}
+	}
+	for _, e := range entries {
+		k := destKey{e.Sink, e.Partition}
+		if pl.answered[k] == nil {
+			pl.answered[k] = &coverage.RangeSet{}
+		}
+		if err := pl.answered[k].Add(coverage.Range{Start: e.Start, End: e.End}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // produce publishes every batch of every partition, interleaved.
