@@ -113,13 +113,22 @@ func batchOf(h nats.Header) (uint64, error) {
 	return b, nil
 }
 
-// drained is whether every message of partition p was acked.
-func (b *broker) drained(ctx context.Context, p int32) (bool, error) {
+// info is the broker's state of partition p's consumer.
+func (b *broker) info(ctx context.Context, p int32) (*jetstream.ConsumerInfo, error) {
 	c, err := b.js.Consumer(ctx, streamName, consumerName(p))
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("partition %d: consumer: %w", p, err)
 	}
 	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d: consumer info: %w", p, err)
+	}
+	return info, nil
+}
+
+// drained is whether every message of partition p was acked.
+func (b *broker) drained(ctx context.Context, p int32) (bool, error) {
+	info, err := b.info(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -132,11 +141,7 @@ func (b *broker) drained(ctx context.Context, p int32) (bool, error) {
 func (b *broker) ackedExtents(ctx context.Context, partitions int) ([]coverage.Extent, error) {
 	out := make([]coverage.Extent, 0, partitions)
 	for p := range int32(partitions) {
-		c, err := b.js.Consumer(ctx, streamName, consumerName(p))
-		if err != nil {
-			return nil, err
-		}
-		info, err := c.Info(ctx)
+		info, err := b.info(ctx, p)
 		if err != nil {
 			return nil, err
 		}
