@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -223,8 +224,13 @@ func (pl *pipeline) checkAnsweredKept(t *testing.T, ctx context.Context, when st
 	failed := false
 	defer func() {
 		if failed {
-			log := pl.serve.stderr.String()
-			t.Logf("seed %d: serve's log (all its runs), the last of it: %s", pl.seed, log[max(0, len(log)-4000):])
+			var warnings []string
+			for l := range strings.Lines(pl.serve.stderr.String()) {
+				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+					warnings = append(warnings, l)
+				}
+			}
+			t.Logf("seed %d: serve's warnings and errors (all its runs), the last 30 of %d:\n%s", pl.seed, len(warnings), strings.Join(warnings[max(0, len(warnings)-30):], ""))
 		}
 	}()
 	for k, a := range pl.answered {
