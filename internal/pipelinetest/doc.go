@@ -12,5 +12,7 @@
 // coverage never claims a batch its sink does not hold, before recovery or
 // after any round of it; and once recovery has converged, every batch the
 // producer published is in raw and in every sink, and committed coverage
-// is exactly what each sink holds.
+// is exactly what each sink holds. It also holds serve to its record API's
+// promise: a record answered 200 is in committed coverage once serve, killed
+// after answering, has come back.
 package pipelinetest
