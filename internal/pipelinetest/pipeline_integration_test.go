@@ -120,11 +120,14 @@ func runPipeline(t *testing.T, bin string, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	failedBefore := t.Failed()
 	rounds := pl.recoverAll(t, ctx, extents)
 	pl.checkFinal(t, ctx, extents)
 	verdict := "every batch in every sink, committed coverage equal to what each sink holds"
-	if t.Failed() {
+	if t.Failed() && !failedBefore {
 		verdict = "FAILED (see above)"
+	} else if t.Failed() {
+		verdict = "checks before recovery FAILED (see above); " + verdict
 	}
 	t.Logf("seed %d: published %d batches (%d partitions x %d); serve killed %d times, workers killed %d times, Redis restarted %d times; %d record calls dropped, %d sink writes failed, %d redeliveries, %d acks lost; recovery rounds %d; final check: %s",
 		seed, partitions*batches, partitions, batches, pl.n.serveKills.Load(), pl.n.workerKills.Load(), pl.n.redisRestarts.Load(),
