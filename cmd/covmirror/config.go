@@ -10,8 +10,9 @@ import (
 
 // config is a configuration file's settings: the global flags' names
 // (state, namespace, table, writer, log.level, log.format, durable and the
-// object.* and postgres.* keys, whose flags spell the dots as dashes) and catalog
-// properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
+// object.* and postgres.* keys, whose flags spell the dots as dashes), catalog
+// properties as catalog.KEY = VALUE, serve's sources as source.NAME = REGIME
+// and the streams' declared first batch ids as start.TOPIC = N. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
 // a line or after a space or tab starts a comment; \# is a literal #
 // anywhere, and a # inside a word (pa#ss) is literal too.

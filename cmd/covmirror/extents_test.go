@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,50 @@ func TestPlanAckedEndsFromStdin(t *testing.T) {
 	}
 	if _, err := runWithStdin(t, state, `[{"topic":"orders","end":"20"}]`, "gaps", "--acked-ends", "-"); exitCode(err) != 2 {
 		t.Fatalf("a malformed extent on stdin: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+}
+
+// TestDeclaredStarts: a configuration file's start.TOPIC declares where a
+// stream begins, so an extent without a start looks for raw's holes from
+// there, not from 0; --stream-start overrides the file; a bad or repeated
+// start is a usage error.
+func TestDeclaredStarts(t *testing.T) {
+	state, dir := t.TempDir(), t.TempDir()
+	conf := filepath.Join(dir, "covmirror.conf")
+	if err := os.WriteFile(conf, []byte("start.orders = 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []string{"raw", "lake"} {
+		if _, err := runWithStdin(t, state, "", "record", "--sink", sink, "--topic", "orders", "--partition", "0", "--range", "10:20"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runWithStdin(t, state, "", "checkpoint"); err != nil {
+		t.Fatal(err)
+	}
+	const acked = `[{"topic":"orders","partition":0,"end":20}]`
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", conf}, "[]\n"},
+		{[]string{"--config", conf, "--stream-start", "orders=5"}, `[{"sink":"raw","topic":"orders","partition":0,"start":5,"end":10,"kind":"verify-reference"}]` + "\n"},
+		{nil, `[{"sink":"raw","topic":"orders","partition":0,"start":0,"end":10,"kind":"verify-reference"}]` + "\n"},
+	} {
+		out, err := runWithStdin(t, state, acked, append(c.args, "gaps", "--json", "--acked-ends", "-")...)
+		if err != nil || out != c.want {
+			t.Fatalf("%v: %q %v, want %q", c.args, out, err, c.want)
+		}
+	}
+	for _, args := range [][]string{{"--stream-start", "orders=1", "--stream-start", "orders=2"}, {"--stream-start", "orders"}, {"--stream-start", "=3"}} {
+		if _, err := runWithStdin(t, state, acked, append(args, "plan")...); exitCode(err) != 2 {
+			t.Fatalf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if err := os.WriteFile(conf, []byte("start.orders = -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runWithStdin(t, state, acked, "--config", conf, "plan"); exitCode(err) != 2 || !strings.Contains(err.Error(), ":1:") {
+		t.Fatalf("a negative start in the file: %v, want a usage error naming the line", err)
 	}
 }
