@@ -94,6 +94,14 @@ const MaxExtentsBytes = 64 << 20
 // number, a body past MaxExtentsBytes) is an error wrapping
 // ErrInvalidExtent that says where, and no extent is returned.
 func ParseExtents(r io.Reader) ([]Extent, error) {
+	return ParseExtentsStarting(r, nil)
+}
+
+// ParseExtentsStarting is ParseExtents where an extent without "start"
+// takes its topic's declared start, starts[topic] (absent: 0): the first
+// batch id of a stream whose ids do not begin at 0. An explicit "start",
+// 0 included, is kept.
+func ParseExtentsStarting(r io.Reader, starts map[string]uint64) ([]Extent, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxExtentsBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading source extents: %w", err)
@@ -131,7 +139,7 @@ func ParseExtents(r io.Reader) ([]Extent, error) {
 		case x.End == nil:
 			return nil, fmt.Errorf("%w: extent %d has no \"end\" (the first batch id the source has not acked)", ErrInvalidExtent, i)
 		}
-		e := Extent{Topic: *x.Topic, Partition: *x.Partition, End: *x.End}
+		e := Extent{Topic: *x.Topic, Partition: *x.Partition, Start: starts[*x.Topic], End: *x.End}
 		if x.Start != nil {
 			e.Start = *x.Start
 		}

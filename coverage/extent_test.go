@@ -2,6 +2,7 @@ package coverage
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,22 @@ func TestParseExtentsRefuses(t *testing.T) {
 		if got, err := ParseExtents(strings.NewReader(in)); !errors.Is(err, ErrInvalidExtent) {
 			t.Errorf("ParseExtents(%s) = %v, %v; want ErrInvalidExtent", in, got, err)
 		}
+	}
+}
+
+// An extent without "start" takes its topic's declared start; an explicit
+// one, 0 included, is kept; an end below the declared start is refused.
+func TestParseExtentsStarting(t *testing.T) {
+	starts := map[string]uint64{"orders": 100}
+	got, err := ParseExtentsStarting(strings.NewReader(`[{"topic":"orders","partition":0,"end":150},{"topic":"orders","partition":1,"start":0,"end":5},{"topic":"users","partition":0,"end":7}]`), starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Extent{{Topic: "orders", Start: 100, End: 150}, {Topic: "orders", Partition: 1, End: 5}, {Topic: "users", End: 7}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if _, err := ParseExtentsStarting(strings.NewReader(`[{"topic":"orders","partition":0,"end":50}]`), starts); !errors.Is(err, ErrInvalidExtent) {
+		t.Fatalf("end 50 below the declared start 100: %v, want ErrInvalidExtent", err)
 	}
 }

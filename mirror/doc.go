@@ -21,8 +21,15 @@
 // Resume report them as verify-reference tasks. They are looked for over
 // every batch some destination of the partition covers, from the lowest to
 // the highest (a sink is written only once raw is durable, so raw held what
-// any sink holds), and from the stream's start up to the source's acked end
-// where it is known. Recover closes such a hole
+// any sink holds), and over the source's acked extent (coverage.Extent,
+// PlanOptions.Extents and ResumeOptions.Extents) where it is known:
+// ReferenceHoles is the one definition, which Plan, Resume, CommittedGaps,
+// the gap metrics and the coverage map share. An extent only ever widens
+// where holes are looked for, never narrows it, so no hole is hidden by an
+// extent and an over-reported one costs a verification, never a claimed
+// batch. A rebalancing owner passes the broker's committed position of
+// each partition it takes over, as a batch id, as the extent's End.
+// Recover closes such a hole
 // only as far as a ReferenceVerifier read raw back and found the batches:
 // it records exactly what the verifier returned, never the task's whole
 // range, and without a verifier it records nothing and says so.

@@ -27,6 +27,13 @@ type GapMetricsOptions struct {
 	// PlanOptions.Sinks. Zero value: per topic, the sinks the table has rows
 	// of.
 	Sinks []string
+	// Extents, when set, gives each refresh the source's acked extents
+	// (PlanOptions.Extents): the reference's holes are then counted over
+	// them too, so a stream's first or last stretch lost on every tier is a
+	// gap of the reference here as well. It must return valid extents
+	// (coverage.ValidateExtents); an invalid one fails the refresh. Zero
+	// value: none known.
+	Extents func() []coverage.Extent
 	// Interval is the time between refreshes in Run. Every refresh reads
 	// the whole table, as Plan does. Zero value: 2m.
 	Interval time.Duration

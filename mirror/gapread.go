@@ -32,7 +32,11 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := planOf(all, PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks})
+	var extents []coverage.Extent
+	if g.opts.Extents != nil {
+		extents = g.opts.Extents()
+	}
+	tasks, err := planOf(all, PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents})
 	if err != nil {
 		return nil, err
 	}

@@ -4,18 +4,22 @@ import (
 	"context"
 	"math"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 )
 
 // Gap is one committed gap in the JSON shape `covmirror gaps --json` and the
-// sidecar's GET /v1/gaps share. A gap whose sink is the reference is a hole
-// in the reference's own coverage, to verify.
+// sidecar's GET /v1/gaps share (and, cut to task size, `covmirror plan
+// --json` and GET /v1/plan). Kind says what closing it means: a gap of a
+// sink is KindReplay; a gap whose sink is the reference is a hole in the
+// reference's own coverage, KindVerifyReference.
 type Gap struct {
-	Sink      string `json:"sink"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Start     uint64 `json:"start"`
-	End       uint64 `json:"end"`
+	Sink      string   `json:"sink"`
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Start     uint64   `json:"start"`
+	End       uint64   `json:"end"`
+	Kind      TaskKind `json:"kind"`
 }
 
 // GapsFilter selects gaps; empty fields match everything.
@@ -25,6 +29,10 @@ type GapsFilter struct {
 	Sink      string
 	Topic     string
 	Partition *int32
+	// Extents are the source's acked extents, as PlanOptions.Extents: they
+	// select nothing, they widen where the reference's holes are looked
+	// for. Zero value: none known.
+	Extents []coverage.Extent
 }
 
 // CommittedGaps is the recovery plan with tasks as large as the gaps, from
@@ -33,7 +41,7 @@ type GapsFilter struct {
 // sink, topic, partition and start, then filtered. A reference without rows
 // in a table that has rows is a *NoReferenceError, as in Plan.
 func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
-	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, MaxBatches: math.MaxUint64, MaxTasks: -1})
+	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +49,7 @@ func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, er
 }
 
 // GapsOf turns plan tasks into gaps, keeping those f selects (its Reference
-// is not used). It never returns nil.
+// and Extents are not used). It never returns nil.
 func GapsOf(tasks []Task, f GapsFilter) []Gap {
 	out := make([]Gap, 0, len(tasks))
 	for _, t := range tasks {
@@ -49,7 +57,15 @@ func GapsOf(tasks []Task, f GapsFilter) []Gap {
 		if (f.Sink != "" && d.Sink != f.Sink) || (f.Topic != "" && d.Topic != f.Topic) || (f.Partition != nil && d.Partition != *f.Partition) {
 			continue
 		}
-		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End})
+		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End, Kind: kindOf(t)})
 	}
 	return out
+}
+
+// kindOf is t's kind, the zero one spelled out (KindReplay).
+func kindOf(t Task) TaskKind {
+	if t.Kind == "" {
+		return KindReplay
+	}
+	return t.Kind
 }

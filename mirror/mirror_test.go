@@ -174,7 +174,7 @@ func TestRebalance(t *testing.T) {
 	// The source had acknowledged through batch 150 (raw was durable), so
 	// raw's own coverage of 101..150 is to verify, first.
 
-	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, SourceAckedEnd: 151, SourceStart: 1})
+	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
 	if err != nil {
 		t.Fatal(err)
 	}

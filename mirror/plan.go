@@ -69,17 +69,14 @@ type ResumeOptions struct {
 	// among them is allowed and changes nothing: its assignment is always
 	// returned, first.
 	Sinks []string
-	// SourceAckedEnd, when not zero, is the batch id after the last one the
-	// source has acknowledged (a broker's committed offset, as a batch id).
-	// The pipeline acks only once raw is durable, so raw holds every batch
-	// below it even where raw's own coverage was not yet checkpointed: the
-	// sinks' share of that stretch is replay work too, and the reference's
-	// coverage there is verification work. Zero value: not known.
-	SourceAckedEnd uint64
-	// SourceStart is the stream's first batch id, used with SourceAckedEnd:
-	// raw must hold everything from it up to the acked end, so the
-	// reference's holes start there. Zero value: batch 0.
-	SourceStart uint64
+	// Extents are source acked extents (coverage.Extent): the one of the
+	// resumed (topic, partition), if given, widens where the reference's
+	// holes are looked for to the whole of it, and below its end the sinks'
+	// share of those holes is replay work at once (raw holds what the
+	// source acked). Extents of other partitions are ignored, so an owner
+	// may pass the extents of all its partitions to each Resume. Zero
+	// value: none known.
+	Extents []coverage.Extent
 }
 
 // EnsureDefaults fills in zero values.
@@ -89,10 +86,12 @@ func (o *ResumeOptions) EnsureDefaults() {
 	}
 }
 
-// Validate reports unusable options. There are none on their own: the
-// names are checked with the topic and partition by Resume, and an acked
-// end below the start by the planning it feeds.
-func (o *ResumeOptions) Validate() error { return nil }
+// Validate reports invalid Extents (coverage.ValidateExtents); the names
+// are checked with the topic and partition by Resume.
+func (o *ResumeOptions) Validate() error {
+	_, err := extentsByPartition(o.Extents)
+	return err
+}
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
 // only the durable table, never the previous owner's local tier, which it
@@ -102,10 +101,16 @@ func (o *ResumeOptions) Validate() error { return nil }
 // The first assignment is always the reference's (Kind verify-reference):
 // its holes in the span raw must hold, from the lowest to the highest batch
 // covered by any destination of the partition in the table (the reference
-// or a sink: a sink is written only once raw is durable) and, with
-// SourceAckedEnd known, from SourceStart up to SourceAckedEnd too. Then one
-// assignment (Kind replay) per other sink of Sinks, in order, against the
-// reference's coverage extended by its holes below SourceAckedEnd.
+// or a sink: a sink is written only once raw is durable) and, with the
+// partition's extent in Extents, over the whole extent too
+// (ReferenceHoles). Then one assignment (Kind replay) per other sink of
+// Sinks, in order, against the reference's coverage extended by its holes
+// below the extent's end.
+//
+// A rebalancing owner knows the broker's committed position of each
+// partition it is handed: it passes it, mapped to a batch id, as the
+// extent's End, so batches raw durably holds but whose records were lost
+// with the previous pod are verified and replayed, not silently skipped.
 func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -123,18 +128,20 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	if committed == nil {
 		committed = new(coverage.RangeSet)
 	}
-	others := sinkHulls(all, opts.Reference)[TopicPartition{topic, partition}]
-	holes, err := referenceHoles(committed, others, opts.SourceStart, opts.SourceAckedEnd)
+	tp := TopicPartition{topic, partition}
+	extents, _ := extentsByPartition(opts.Extents) // validated
+	extent := extents[tp]
+	holes, err := ReferenceHoles(committed, sinkHulls(all, opts.Reference)[tp], extent)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: resume %s/%d: source acked end %d: %w", topic, partition, opts.SourceAckedEnd, err)
+		return nil, fmt.Errorf("mirror: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
 	}
 	// The sinks' reference: raw's coverage, and below the acked end its
 	// holes too (raw holds what the source acked). Holes above the acked
 	// end are unverified: no sink's work yet.
 	ref := committed.Clone()
 	for r := range holes.All() {
-		if r.Start < opts.SourceAckedEnd {
-			_ = ref.Add(coverage.Range{Start: r.Start, End: min(r.End, opts.SourceAckedEnd)})
+		if r.Start < extent.End {
+			_ = ref.Add(coverage.Range{Start: r.Start, End: min(r.End, extent.End)})
 		}
 	}
 	out := []Assignment{{Destination: refDest, Kind: KindVerifyReference, Covered: committed.Ranges(), Replay: holes.Ranges()}}
@@ -181,16 +188,13 @@ type PlanOptions struct {
 	// that topic (a sink that never wrote a topic at all is then unknown:
 	// name it here).
 	Sinks []string
-	// SourceAckedEnds, where known, is per partition the batch id after the
-	// last one the source acknowledged (see ResumeOptions.SourceAckedEnd):
-	// the reference's holes then reach from SourceStarts up to it, not only
-	// over what some destination covers. Zero value: none known, so holes
+	// Extents are the source's acked extents (coverage.Extent), where
+	// known: a partition's reference holes are then looked for over its
+	// whole extent too (ReferenceHoles), and a partition with an extent but
+	// no rows at all is one whole hole. Zero value: none known, so holes
 	// are found between the lowest and the highest batch any destination of
 	// the partition covers.
-	SourceAckedEnds map[TopicPartition]uint64
-	// SourceStarts is, per partition with an acked end, the stream's first
-	// batch id (see ResumeOptions.SourceStart). Zero value: batch 0.
-	SourceStarts map[TopicPartition]uint64
+	Extents []coverage.Extent
 }
 
 // PlanOptions' defaults.
@@ -212,10 +216,12 @@ func (o *PlanOptions) EnsureDefaults() {
 	}
 }
 
-// Validate reports unusable options. There are none on their own: a
-// reference without rows is ErrNoReference and an acked end below its
-// start an error, both found against the table by Plan.
-func (o *PlanOptions) Validate() error { return nil }
+// Validate reports invalid Extents (coverage.ValidateExtents); a reference
+// without rows is ErrNoReference, found against the table by Plan.
+func (o *PlanOptions) Validate() error {
+	_, err := extentsByPartition(o.Extents)
+	return err
+}
 
 // Plan is the single recovery worker's plan, from committed coverage only,
 // ordered by destination and batch and split into tasks of at most
@@ -226,8 +232,8 @@ func (o *PlanOptions) Validate() error { return nil }
 //     the highest batch any destination there covers, the reference or a
 //     sink (a sink is written only once raw is durable, so raw held every
 //     batch a sink holds; a partition only sinks have rows of is one whole
-//     hole) and, where SourceAckedEnds gives the source's acked end, from
-//     the stream's start (SourceStarts) up to it;
+//     hole) and, where Extents gives the partition's acked extent, over
+//     all of it (ReferenceHoles);
 //   - for every other sink, the reference's ranges the sink lacks (Kind
 //     replay), against the reference as committed: a sink's share of a
 //     reference hole becomes a task only once the hole is verified and
@@ -269,7 +275,11 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 			refs[tp] = new(coverage.RangeSet)
 		}
 	}
-	for tp := range opts.SourceAckedEnds {
+	extents, err := extentsByPartition(opts.Extents)
+	if err != nil {
+		return nil, err
+	}
+	for tp := range extents {
 		if refs[tp] == nil {
 			refs[tp] = new(coverage.RangeSet)
 		}
@@ -281,9 +291,9 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		if err := d.Validate(); err != nil {
 			return nil, coverage.DestinationError("plan", d, err)
 		}
-		holes, err := referenceHoles(ref, hulls[tp], opts.SourceStarts[tp], opts.SourceAckedEnds[tp])
+		holes, err := ReferenceHoles(ref, hulls[tp], extents[tp])
 		if err != nil {
-			return nil, fmt.Errorf("mirror: plan %s: source acked end %d: %w", d, opts.SourceAckedEnds[tp], err)
+			return nil, fmt.Errorf("mirror: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 		}
 		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
 		sinks := opts.Sinks

@@ -202,15 +202,23 @@ func TestPlanNoReference(t *testing.T) {
 // planModel is the reference model: coverage as sets of batch ids.
 type planModel struct {
 	bits  map[coverage.Destination]map[uint64]bool
-	acked map[TopicPartition]uint64
+	acked map[TopicPartition]coverage.Extent
+}
+
+// extents is the model's acked extents, as the options take them.
+func (m planModel) extents() []coverage.Extent {
+	var out []coverage.Extent
+	for _, e := range m.acked {
+		out = append(out, e)
+	}
+	return out
 }
 
 // want is the model's plan, one range per maximal run, by destination and
 // kind: for the reference, per partition any destination has bits of, the
 // batches it lacks between the lowest and the highest batch any destination
 // of the partition holds (the reference's or a sink's: raw held them all)
-// and, where the acked end is known, from batch 0 (the stream's start) up to
-// the acked end as well; for every sink with rows of the topic, the
+// and, where the acked extent is known, over all of it as well; for every sink with rows of the topic, the
 // reference's batches it lacks.
 func (m planModel) want() map[Task]bool {
 	out := map[Task]bool{}
@@ -259,8 +267,11 @@ func (m planModel) want() map[Task]bool {
 				any = true
 			}
 		}
-		if acked := m.acked[tp]; acked > 0 {
-			lo, hi = 0, max(hi, acked)
+		if e, ok := m.acked[tp]; ok && e.End > e.Start {
+			if !any {
+				lo, hi = e.Start, e.End
+			}
+			lo, hi = min(lo, e.Start), max(hi, e.End)
 		}
 		add(d, KindVerifyReference, func(b uint64) bool { return !ref[b] }, lo, hi)
 		for sink := range sinks[tp.Topic] {
@@ -303,7 +314,7 @@ func merged(t *testing.T, tasks []Task, maxBatches uint64) map[Task]bool {
 // random scatter of ranges over [0,60) (so holes everywhere), and sometimes
 // acked ends.
 func randomModel(r *rand.Rand) planModel {
-	m := planModel{bits: map[coverage.Destination]map[uint64]bool{}, acked: map[TopicPartition]uint64{}}
+	m := planModel{bits: map[coverage.Destination]map[uint64]bool{}, acked: map[TopicPartition]coverage.Extent{}}
 	for _, sink := range []string{coverage.RawSink, "lake", "search"} {
 		for _, topic := range []string{"orders", "users"} {
 			for part := range int32(2) {
@@ -326,12 +337,12 @@ func randomModel(r *rand.Rand) planModel {
 	}
 	if r.IntN(2) == 0 {
 		for range r.IntN(3) {
-			m.acked[TopicPartition{[]string{"orders", "users"}[r.IntN(2)], int32(r.IntN(2))}] = r.Uint64N(80)
-		}
-	}
-	for tp, end := range m.acked {
-		if end == 0 {
-			delete(m.acked, tp)
+			tp := TopicPartition{[]string{"orders", "users"}[r.IntN(2)], int32(r.IntN(2))}
+			e := coverage.Extent{Topic: tp.Topic, Partition: tp.Partition, End: r.Uint64N(80)}
+			if r.IntN(2) == 0 {
+				e.Start = r.Uint64N(e.End + 1) // a declared start; sometimes empty
+			}
+			m.acked[tp] = e
 		}
 	}
 	return m
@@ -377,7 +388,7 @@ func TestPlanModel(t *testing.T) {
 	for round := range 500 {
 		m := randomModel(r)
 		maxBatches := 1 + r.Uint64N(20)
-		tasks, err := planOf(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, SourceAckedEnds: m.acked})
+		tasks, err := planOf(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, Extents: m.extents()})
 		if err != nil {
 			var nre *NoReferenceError
 			if errors.As(err, &nre) && !slices.ContainsFunc(nre.Sinks, func(s string) bool { return s == coverage.RawSink }) {
@@ -403,13 +414,13 @@ func TestPlanModel(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := Plan(ctx, e.table, PlanOptions{MaxBatches: 7, SourceAckedEnds: m.acked})
+		tasks, err := Plan(ctx, e.table, PlanOptions{MaxBatches: 7, Extents: m.extents()})
 		if err != nil {
 			t.Fatalf("table round %d: %v", round, err)
 		}
 		checkPlan(t, m, tasks, 7)
 		for tp := range map[TopicPartition]bool{{"orders", 0}: true, {"users", 1}: true} {
-			as, err := Resume(ctx, e.table, tp.Topic, tp.Partition, ResumeOptions{Sinks: []string{"lake"}, SourceAckedEnd: m.acked[tp]})
+			as, err := Resume(ctx, e.table, tp.Topic, tp.Partition, ResumeOptions{Sinks: []string{"lake"}, Extents: m.extents()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -443,7 +454,7 @@ func TestPlanModel(t *testing.T) {
 // acked end known, the stretch from the stream's start is a reference hole:
 // the source acked it, so raw holds it, and a sink that missed one of those
 // batches would otherwise never be replayed. Resume says the same; with
-// SourceStart the stream begins later and nothing below it is a hole.
+// a later start the stream begins later and nothing below it is a hole.
 func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -453,8 +464,8 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		t.Fatal(err)
 	}
-	tp := TopicPartition{Topic: "orders"}
-	tasks, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, SourceAckedEnds: map[TopicPartition]uint64{tp: 10}})
+	acked := []coverage.Extent{{Topic: "orders", End: 10}}
+	tasks, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +473,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if !slices.Equal(tasks, want) {
 		t.Fatalf("raw committed from batch 3, source acked [0,10): plan %v, want %v", tasks, want)
 	}
-	as, err := Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, SourceAckedEnd: 10})
+	as, err := Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,8 +483,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if got := as[1].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
 		t.Fatalf("resume: lake's replay %v, want [0,3) (below the acked end, raw holds it)", got)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, SourceAckedEnds: map[TopicPartition]uint64{tp: 10},
-		SourceStarts: map[TopicPartition]uint64{tp: 3}})
+	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: []coverage.Extent{{Topic: "orders", Start: 3, End: 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}

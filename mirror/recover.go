@@ -42,42 +42,6 @@ func sinkNames(all map[coverage.Destination]*coverage.RangeSet) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// referenceHoles is what ref lacks of the span the reference must hold.
-// A sink is written only once raw is durable, so a batch any other
-// destination of the same (topic, partition) covers was held by raw: the
-// span covers others, the hull of their coverage (zero: none), and ref's own
-// first to last covered batch. Where the source's acked end is known
-// (ackedEnd > 0) the source acked every batch from the stream's start up to
-// it, and it acks only once raw is durable, so the span also runs from start
-// up to ackedEnd: a lost record of the stream's first batches is a hole too.
-// Where it is not known (zero), nothing says where the stream began beyond
-// what some destination covers.
-func referenceHoles(ref *coverage.RangeSet, others coverage.Range, start, ackedEnd uint64) (coverage.RangeSet, error) {
-	span, have := coverage.Range{Start: start, End: ackedEnd}, ackedEnd > 0
-	extend := func(r coverage.Range) {
-		if !have {
-			span, have = r, true
-			return
-		}
-		span = coverage.Range{Start: min(span.Start, r.Start), End: max(span.End, r.End)}
-	}
-	if first, ok := ref.First(); ok {
-		last, _ := ref.Last()
-		extend(coverage.Range{Start: first.Start, End: last.End})
-	}
-	if others.Start < others.End {
-		extend(others)
-	}
-	if !have || span.Start >= span.End {
-		return coverage.RangeSet{}, nil
-	}
-	set, err := coverage.NewRangeSet(span)
-	if err != nil {
-		return coverage.RangeSet{}, err
-	}
-	return coverage.Gaps(&set, ref), nil
-}
-
 // sinkHulls is, per topic and partition, the hull of the coverage of every
 // destination in all but the reference's (absent: none has any): batches
 // some sink holds, which raw therefore held.

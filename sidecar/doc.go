@@ -7,9 +7,23 @@
 //	POST /v1/records              JSON array or NDJSON of {"sink","topic","partition","start","end"}
 //	POST /v1/checkpoint           Mirror.Checkpoint now: {"checkpoints","batches","destinations","positions","duration_seconds"}
 //	GET  /v1/gaps                 ?reference=&sink=&topic=&partition=: committed gaps, as `covmirror gaps --json`
+//	                              (+ &acked_end=N[&acked_start=S] with topic and partition: that partition's extent)
+//	POST /v1/gaps                 the same, with a JSON array of extents [{"topic","partition","start","end"}] as the body
+//	GET  /v1/plan, POST /v1/plan  the recovery plan, as `covmirror plan --json`, taking what /v1/gaps takes and
+//	                              max_batches=, max_tasks= (a longer plan's head has header Covmirror-Plan-Truncated)
+//	GET  /v1/committed            ?sink=&topic=&partition=: the committed coverage, as `covmirror query coverage --json`
 //	GET  /v1/coverage             this pod's local view (local.Store.Handler)
+//	PUT  /v1/extents              a JSON array of extents: the source's acked extents, kept in memory (ExtentBook)
+//	GET  /v1/extents              the extents kept
 //	PUT  /v1/positions/{source}   {"partition","cursor","raw_end"}: a stored source's position
 //	GET  /v1/positions/{source}   ?partition=P: the position to resume from
+//
+// Every gap and task row says its kind: "replay" for a sink's gap,
+// "verify-reference" for a hole in raw's own coverage. Raw's holes are
+// looked for over the source's acked extents too (mirror.ReferenceHoles):
+// the request's, widened by those reported with PUT /v1/extents, so a
+// stream's first or last stretch lost on every tier is found. An extent
+// without a start takes its topic's declared start (Options.Starts).
 //
 // Every answer is JSON; an error is {"error", "rule"} (and "entry" when one
 // record entry is at fault). Options.Extra mounts more routes; Collector
@@ -50,6 +64,11 @@
 //     losing the buffer in a crash resumes the source from an older
 //     position (a lag). Broker-managed sources get 409: their broker holds
 //     the authoritative position.
+//   - A source extent only widens where raw's holes are looked for: an
+//     over-reported end is verification work (raw is read back and only
+//     what it holds recorded), never a hidden gap or claimed coverage. The
+//     reported extents live in memory (a restart forgets them until the
+//     pipeline reports again, a lag) and only ever widen.
 //   - On Shutdown new writes answer 503, requests in flight finish, and the
 //     caller's Mirror.Close runs the final checkpoint.
 package sidecar

@@ -67,34 +67,6 @@ func queryPartition(v string) (*int32, error) {
 	return &p, nil
 }
 
-// gaps is GET /v1/gaps: the committed gaps, as `covmirror gaps --json`.
-func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.query(w, r)
-	if !ok {
-		return
-	}
-	part, err := queryPartition(q.Get("partition"))
-	if err != nil {
-		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
-		return
-	}
-	f := mirror.GapsFilter{Reference: q.Get("reference"), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
-	if f.Reference == "" {
-		f.Reference = s.opts.Reference
-	}
-	gaps, err := mirror.CommittedGaps(r.Context(), s.opts.Durable, f)
-	var nre *mirror.NoReferenceError
-	switch {
-	case errors.As(err, &nre):
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in %s; it has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, s.opts.Durable.Name(), sinkList(nre.Sinks)), Rule: "no-reference"})
-		return
-	case err != nil:
-		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
-		return
-	}
-	writeJSON(w, http.StatusOK, gaps)
-}
-
 // sinkList names the first 20 sinks: sink names are the callers', and an
 // error must not grow with them.
 func sinkList(sinks []string) string {

@@ -33,6 +33,17 @@ type Options struct {
 	Sources []coverage.Source
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
+	// Starts are the streams' declared first batch ids by topic: an extent
+	// given without a start (acked_end without acked_start, or a JSON
+	// extent without "start") takes its topic's. Zero value: every stream
+	// starts at batch 0.
+	Starts map[string]uint64
+	// Extents holds the source extents reported with PUT /v1/extents,
+	// which GET and POST /v1/gaps and /v1/plan widen every request's by;
+	// share it with the coverage map and the gap metrics so they look for
+	// raw's holes over the same extents. Zero value: a fresh
+	// NewExtentBook(0).
+	Extents *ExtentBook
 	// MaxBodyBytes bounds a request body; a larger one is refused with 413
 	// and nothing is recorded. Zero value: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -65,6 +76,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Extents == nil {
+		o.Extents = NewExtentBook(0)
 	}
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = 30 * time.Second

@@ -57,6 +57,9 @@ const (
 	routeRecords    = "POST /v1/records"
 	routeCheckpoint = "POST /v1/checkpoint"
 	routeGaps       = "GET /v1/gaps"
+	routePlan       = "GET /v1/plan"
+	routeCommitted  = "GET /v1/committed"
+	routeExtents    = "PUT /v1/extents"
 	routeCoverage   = "GET /v1/coverage"
 	routePutPos     = "PUT /v1/positions"
 	routeGetPos     = "GET /v1/positions"
@@ -76,7 +79,12 @@ func (s *Server) routes() (h http.Handler, err error) {
 	}()
 	mux.Handle("/v1/records", s.route(routeRecords, http.MethodPost, s.records))
 	mux.Handle("/v1/checkpoint", s.route(routeCheckpoint, http.MethodPost, s.checkpoint))
-	mux.Handle("/v1/gaps", s.route(routeGaps, http.MethodGet, s.gaps))
+	// These three take GET and POST (or PUT) and check the method
+	// themselves.
+	mux.Handle("/v1/gaps", s.route(routeGaps, "", s.gaps))
+	mux.Handle("/v1/plan", s.route(routePlan, "", s.plan))
+	mux.Handle("/v1/extents", s.route(routeExtents, "", s.extentsRoute))
+	mux.Handle("/v1/committed", s.route(routeCommitted, http.MethodGet, s.committed))
 	mux.Handle("/v1/coverage", s.route(routeCoverage, http.MethodGet, s.opts.Local.Handler().ServeHTTP))
 	mux.Handle("/v1/positions/{source}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut {
@@ -89,7 +97,7 @@ func (s *Server) routes() (h http.Handler, err error) {
 		mux.Handle(pattern, extra)
 	}
 	mux.Handle("/", s.route(routeUnknown, "", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET /v1/gaps, GET /v1/coverage, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT and GET /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
 	}))
 	return mux, nil
 }
@@ -156,7 +164,8 @@ type apiError struct {
 	// max-batch-end, invalid-destination, invalid-range, duplicate-field,
 	// invalid-utf8, body-too-large, timeout and body-read (408: the body
 	// timed out or broke off), query, content-type, shutting-down, local-tier, broker-managed,
-	// unknown-source, invalid-position, no-reference, durable-tier.
+	// unknown-source, invalid-position, no-reference, durable-tier,
+	// invalid-extent, too-many-extents.
 	Rule string `json:"rule,omitempty"`
 	// Recorded, on a record request that failed midway, is how many
 	// entries (from the first) are recorded: the caller must retry the

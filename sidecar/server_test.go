@@ -293,7 +293,7 @@ func TestHostileNames(t *testing.T) {
 	}
 	var want []mirror.Gap
 	for i, n := range names {
-		want = append(want, mirror.Gap{Sink: n, Topic: n, Partition: int32(i), Start: 5, End: 10})
+		want = append(want, mirror.Gap{Sink: n, Topic: n, Partition: int32(i), Start: 5, End: 10, Kind: mirror.KindReplay})
 	}
 	for i, n := range names {
 		q := fmt.Sprintf("/v1/gaps?sink=%s&topic=%s&partition=%d", urlQuery(n), urlQuery(n), i)
@@ -393,7 +393,16 @@ func TestMethodsAndRoutes(t *testing.T) {
 	}{
 		{"GET", "/v1/records", 405, "method"},
 		{"DELETE", "/v1/checkpoint", 405, "method"},
-		{"POST", "/v1/gaps", 405, "method"},
+		{"PUT", "/v1/gaps", 405, "method"},
+		{"DELETE", "/v1/plan", 405, "method"},
+		{"POST", "/v1/committed", 405, "method"},
+		{"POST", "/v1/extents", 405, "method"},
+		{"POST", "/v1/gaps", 400, "invalid-extent"}, // no body
+		{"GET", "/v1/plan?acked_end=5", 400, "invalid-extent"},
+		{"GET", "/v1/plan?topic=t&partition=0&acked_end=-5", 400, "invalid-extent"},
+		{"GET", "/v1/plan?topic=t&partition=0&acked_end=5&acked_start=6", 400, "invalid-extent"},
+		{"GET", "/v1/gaps?acked_start=5", 400, "invalid-extent"},
+		{"GET", "/v1/plan?max_tasks=0", 400, "query"},
 		{"PUT", "/v1/coverage", 405, "method"},
 		{"POST", "/v1/positions/files", 405, "method"},
 		{"GET", "/nope", 404, "route"},

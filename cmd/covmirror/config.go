@@ -10,8 +10,9 @@ import (
 
 // config is a configuration file's settings: the global flags' names
 // (state, namespace, table, writer, log.level, log.format, durable and the
-// object.* and postgres.* keys, whose flags spell the dots as dashes) and catalog
-// properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
+// object.* and postgres.* keys, whose flags spell the dots as dashes), catalog
+// properties as catalog.KEY = VALUE, serve's sources as source.NAME = REGIME
+// and the streams' declared first batch ids as start.TOPIC = N. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
 // a line or after a space or tab starts a comment; \# is a literal #
 // anywhere, and a # inside a word (pa#ss) is literal too.
@@ -31,6 +32,9 @@ type config struct {
 	// sources are source.NAME = stored|broker-managed lines: the regimes
 	// serve's position API enforces.
 	sources map[string]string
+	// starts are start.TOPIC = N lines: the streams' declared first batch
+	// ids (--stream-start).
+	starts map[string]uint64
 }
 
 var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format",
@@ -74,7 +78,7 @@ type configReadError struct{ error }
 func (e configReadError) Unwrap() error { return e.error }
 
 func loadConfig(path string) (*config, error) {
-	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}, sources: map[string]string{}}
+	c := &config{path: path, settings: map[string]string{}, props: map[string]string{}, sources: map[string]string{}, starts: map[string]uint64{}}
 	if path == "" {
 		return c, nil
 	}
@@ -110,10 +114,14 @@ func loadConfig(path string) (*config, error) {
 				return nil, fmt.Errorf("%s:%d: %s: %w", path, n, k, err)
 			}
 			c.sources[strings.TrimPrefix(k, "source.")] = v
+		case strings.HasPrefix(k, "start.") && len(k) > len("start."):
+			if err := addStart(c.starts, strings.TrimPrefix(k, "start."), v); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+			}
 		case slices.Contains(configKeys, k):
 			c.settings[k] = v
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s, catalog.PROPERTY and source.NAME", path, n, k, strings.Join(configKeys, ", "))
+			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s, catalog.PROPERTY, source.NAME and start.TOPIC", path, n, k, strings.Join(configKeys, ", "))
 		}
 	}
 	if err := sc.Err(); err != nil {

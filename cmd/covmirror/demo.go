@@ -251,7 +251,7 @@ func (d *demoRun) compact(ctx context.Context) error {
 // table gives for each sink, replayed from raw and recorded after each ack.
 func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
 	assignments, err := mirror.Resume(ctx, d.primary, d.p.Topic, part, mirror.ResumeOptions{
-		Sinks: d.p.SinkNames(), SourceAckedEnd: d.p.Acked[part] + 1, SourceStart: 1})
+		Sinks: d.p.SinkNames(), Extents: []coverage.Extent{{Topic: d.p.Topic, Partition: part, Start: 1, End: d.p.Acked[part] + 1}}})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -16,7 +18,8 @@ func extentsFlag(fs *flag.FlagSet) *string {
 }
 
 // readExtents reads the --acked-ends file ("" reads none, "-" standard
-// input). A file that cannot be read is a failure (exit 1); one that is not
+// input); an extent without "start" takes its topic's declared start
+// (--stream-start). A file that cannot be read is a failure (exit 1); one that is not
 // valid extents is a usage error (exit 2).
 func (g *globals) readExtents(command, path string) ([]coverage.Extent, error) {
 	if path == "" {
@@ -31,9 +34,27 @@ func (g *globals) readExtents(command, path string) ([]coverage.Extent, error) {
 		defer f.Close()
 		r = f
 	}
-	es, err := coverage.ParseExtents(r)
+	es, err := coverage.ParseExtentsStarting(r, g.starts)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%s: --acked-ends %s: %w", command, path, err)}
 	}
 	return es, nil
+}
+
+// addStart reads one --stream-start TOPIC=N (or config start.TOPIC = N)
+// into starts.
+func addStart(starts map[string]uint64, topic, n string) error {
+	topic, n = strings.TrimSpace(topic), strings.TrimSpace(n)
+	if err := (coverage.Extent{Topic: topic}).Validate(); err != nil {
+		return fmt.Errorf("stream start of %q: %w", topic, err)
+	}
+	v, err := strconv.ParseUint(n, 10, 64)
+	if err != nil || v > coverage.MaxBatchEnd {
+		return fmt.Errorf("stream start of %s: %q is not a batch id (0 to %d)", topic, n, uint64(coverage.MaxBatchEnd))
+	}
+	if _, dup := starts[topic]; dup {
+		return fmt.Errorf("stream start of %s is given twice: give each topic one", topic)
+	}
+	starts[topic] = v
+	return nil
 }

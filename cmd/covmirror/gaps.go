@@ -12,32 +12,18 @@ import (
 	"github.com/covmirror/covmirror/mirror"
 )
 
-// gapRow is one gap in the contract's JSON shape (the sidecar's GET /v1/gaps
-// gives the same). A row whose sink is the reference is a hole in the
-// reference's own coverage.
+// gapRow is one gap or plan task in the contract's JSON shape, {sink,
+// topic, partition, start, end, kind} (the sidecar's GET /v1/gaps and
+// /v1/plan give the same): kind is replay, or verify-reference for a hole
+// in the reference's own coverage.
 type gapRow = mirror.Gap
 
-// taskRow is a plan task: a gap row and what recovering it means.
-type taskRow struct {
-	gapRow
-	Kind mirror.TaskKind `json:"kind"`
-}
-
-// taskRows are tasks in the contract's JSON shape.
-func taskRows(tasks []mirror.Task) []taskRow {
-	rows := make([]taskRow, 0, len(tasks))
-	for _, t := range tasks {
-		rows = append(rows, taskRow{gapRow{Sink: t.Destination.Sink, Topic: t.Destination.Topic, Partition: t.Destination.Partition, Start: t.Range.Start, End: t.Range.End}, t.Kind})
-	}
-	return rows
-}
-
 // committedGaps are the committed gaps (mirror.CommittedGaps): the
-// reference's interior holes (rows with sink = reference) and every other
-// sink's gaps against the reference, ordered by sink, topic, partition and
-// start.
-func committedGaps(ctx context.Context, table durable.Tier, reference string) ([]gapRow, error) {
-	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference})
+// reference's holes (kind verify-reference), looked for over the source
+// extents too, and every other sink's gaps against the reference, ordered
+// by sink, topic, partition and start.
+func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent) ([]gapRow, error) {
+	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference, Extents: extents})
 	return gaps, explainNoReference("gaps", table, err)
 }
 
@@ -60,11 +46,16 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--json]")
+	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--acked-ends FILE|-] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
-	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end}")
+	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}")
+	ackedEnds := extentsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	extents, err := g.readExtents("gaps", *ackedEnds)
+	if err != nil {
 		return err
 	}
 	tier, closer, err := g.openPrimary(ctx, false)
@@ -72,7 +63,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	all, err := committedGaps(ctx, tier, *reference)
+	all, err := committedGaps(ctx, tier, *reference, extents)
 	if err != nil {
 		return err
 	}
@@ -89,7 +80,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
 	}
 	for _, r := range rows {
-		if r.Sink == *reference {
+		if r.Kind == mirror.KindVerifyReference {
 			fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) hole in the reference itself: %d batches to verify in %s\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start, r.Sink)
 			continue
 		}

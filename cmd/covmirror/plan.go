@@ -11,12 +11,17 @@ import (
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--json]")
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", mirror.DefaultMaxBatches, "largest task")
 	maxTasks := fs.Int("max-tasks", mirror.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
+	ackedEnds := extentsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	extents, err := g.readExtents("plan", *ackedEnds)
+	if err != nil {
 		return err
 	}
 	if *maxBatches == 0 {
@@ -30,14 +35,14 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks})
+	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents})
 	if errors.Is(err, mirror.ErrPlanTruncated) {
 		// Not a failure: the plan's head, in order, is what to do first.
 		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)
 	} else if err != nil {
 		return err
 	}
-	rows := taskRows(tasks)
+	rows := mirror.GapsOf(tasks, mirror.GapsFilter{})
 	if *asJSON {
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}

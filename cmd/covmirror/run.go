@@ -66,7 +66,11 @@ func init() {
 type globals struct {
 	stdout, stderr io.Writer
 	// stdin is what a file argument of "-" reads (--acked-ends -).
-	stdin     io.Reader
+	stdin io.Reader
+	// starts are the streams' declared first batch ids by topic
+	// (--stream-start, else the config file's start.TOPIC): an extent
+	// without a start takes its topic's.
+	starts    map[string]uint64
 	state     string
 	props     map[string]string
 	namespace string
@@ -130,6 +134,14 @@ func run(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&g.object.forcePathStyle, "object-s3-force-path-style", forcePathStyle, "address buckets as endpoint/BUCKET rather than BUCKET.endpoint, as most S3-compatible stores need (env COVMIRROR_OBJECT_S3_FORCE_PATH_STYLE)")
 	unsafeStore, unsafeErr := parseBoolSetting("object.unsafe-store", cfg.value("object.unsafe-store", "COVMIRROR_OBJECT_UNSAFE_STORE", ""))
 	fs.BoolVar(&g.object.unsafeStore, "object-unsafe-store", unsafeStore, "write to an S3 store without running check-store on it first: only for a store known to honour If-Match (env COVMIRROR_OBJECT_UNSAFE_STORE)")
+	flagStarts := map[string]uint64{}
+	fs.Func("stream-start", "TOPIC=N: the first batch id of TOPIC's stream where it is not 0, repeatable (config file start.TOPIC = N): a source extent without a start (--acked-ends, the API's extents) takes its topic's", func(kv string) error {
+		topic, n, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("stream start %q is not TOPIC=N", kv)
+		}
+		return addStart(flagStarts, topic, n)
+	})
 	logLevel := fs.String("log-level", cfg.value("log.level", "COVMIRROR_LOG_LEVEL", "info"), "log level on stderr: debug, info, warn or error (env COVMIRROR_LOG_LEVEL; config file log.level)")
 	logFormat := fs.String("log-format", cfg.value("log.format", "COVMIRROR_LOG_FORMAT", "text"), "log format on stderr: text or json (env COVMIRROR_LOG_FORMAT; config file log.format)")
 	fs.Usage = func() { usage(stderr, fs) }
@@ -145,6 +157,11 @@ func run(ctx context.Context, g *globals, args []string) error {
 	}
 	g.logger = logger
 	g.cfg = cfg
+	// Declared starts come whole from one source: flags, else the file.
+	g.starts = cfg.starts
+	if len(flagStarts) > 0 {
+		g.starts = flagStarts
+	}
 	// Catalog properties come whole from one source: flags, else the
 	// environment, else the configuration file.
 	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
@@ -252,7 +269,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // repeatableFlags may be given more than once; every other flag once: a
 // second value would silently replace the first (a wrong answer where the
 // flag is --sink or --reference).
-var repeatableFlags = map[string]bool{"catalog-prop": true, "source": true}
+var repeatableFlags = map[string]bool{"catalog-prop": true, "source": true, "stream-start": true}
 
 // onceValue refuses a flag's second value.
 type onceValue struct {

@@ -132,7 +132,12 @@ const shutdownWindow = 10 * time.Second
 func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, tier durable.Tier, table *iceberg.Table, positions coverage.PositionStore,
 	sources []coverage.Source, maxBody int64, addr string, addrGiven bool, socket string) (*sidecar.Server, []net.Listener, error) {
 	reg := prometheus.NewRegistry()
-	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger}) // fails only without a table
+	// The source extents the pipeline reports (PUT /v1/extents), kept in
+	// memory: the gaps routes, the map and the gap metrics look for raw's
+	// holes over the same ones. Declared starts (--stream-start) fill in
+	// an extent reported without a start.
+	extents := sidecar.NewExtentBook(0)
+	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger, Extents: extents.Extents}) // fails only without a table
 	reg.MustRegister(m.Collector(), gaps)
 	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table every 2m, until SIGTERM
 	extra := map[string]http.Handler{
@@ -142,14 +147,14 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 	// The coverage map: GET / (the page) and GET /v1/map (its data).
 	// "GET /{$}" matches the root alone, so other unknown GETs stay the
 	// record API's JSON 404.
-	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: table},
+	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: table, Extents: extents.Extents},
 		Pending: covmap.LocalPending{Store: store}, Logger: g.logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: coverage map: %w", err)
 	}
 	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
 	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: tier, Positions: positions, Sources: sources,
-		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger})
+		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger, Starts: g.starts, Extents: extents})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)
 	}

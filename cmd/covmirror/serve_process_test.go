@@ -145,7 +145,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	if code, body := call(t, tcp, "POST", base+"/v1/checkpoint", ""); code != 200 || !strings.Contains(body, `"batches":160`) {
 		t.Fatalf("checkpoint: %d %s", code, body)
 	}
-	if code, body := call(t, sock, "GET", "http://covmirror/v1/gaps?sink=lake", ""); code != 200 || strings.TrimSpace(body) != `[{"sink":"lake","topic":"orders","partition":0,"start":60,"end":100}]` {
+	if code, body := call(t, sock, "GET", "http://covmirror/v1/gaps?sink=lake", ""); code != 200 || strings.TrimSpace(body) != `[{"sink":"lake","topic":"orders","partition":0,"start":60,"end":100,"kind":"replay"}]` {
 		t.Fatalf("gaps: %d %s", code, body)
 	}
 	// The coverage map is mounted: its page at the root, its data beside it,
@@ -184,6 +184,16 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	out, err = exec.Command(python, "../../examples/python/covmirror_client.py", base, p.socket).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("python client: %v\n%s\nserve's stderr: %s", err, out, p.stderr.String())
+	}
+
+	// Extents the pipeline reports are kept by the process and widen every
+	// later look: a partition nothing was ever recorded for, acked [0,50),
+	// is one whole hole of raw to verify.
+	if code, body := call(t, tcp, "PUT", base+"/v1/extents", `[{"topic":"far","partition":3,"end":50}]`); code != 200 {
+		t.Fatalf("PUT /v1/extents: %d %s", code, body)
+	}
+	if code, body := call(t, sock, "GET", "http://covmirror/v1/gaps?topic=far", ""); code != 200 || strings.TrimSpace(body) != `[{"sink":"raw","topic":"far","partition":3,"start":0,"end":50,"kind":"verify-reference"}]` {
+		t.Fatalf("gaps over a reported extent: %d %s", code, body)
 	}
 
 	// A second serve on the same socket is refused while this one answers.

@@ -7,7 +7,11 @@ coverage may lag, never lead.
     c = Client("http://127.0.0.1:9464")          # or Client(socket="/run/covmirror.sock")
     c.record([{"sink": "lake", "topic": "orders", "partition": 0, "start": 0, "end": 100}])
     c.checkpoint()                                # {"checkpoints": 1, "batches": 100, ...}
-    c.gaps(sink="lake")                           # [{"sink", "topic", "partition", "start", "end"}]
+    c.gaps(sink="lake")                           # [{"sink", "topic", "partition", "start", "end", "kind"}]
+    acked = [{"topic": "orders", "partition": 0, "end": 100}]  # the source's acked extents
+    c.plan(extents=acked)                         # tasks: kind "replay" or "verify-reference"
+    c.put_extents(acked)                          # kept by the pod for every later look
+    c.committed(sink="lake")                      # committed coverage rows
     c.put_position("files", 0, "file-0099", raw_end=100)
     c.get_position("files", 0)                    # {"found": true, "cursor": ..., "raw_end": ...}
 
@@ -117,10 +121,36 @@ class Client:
     def checkpoint(self):
         return self._request("POST", "/v1/checkpoint")
 
-    def gaps(self, reference=None, sink=None, topic=None, partition=None):
-        q = {k: v for k, v in (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition)) if v is not None}
-        path = "/v1/gaps" + ("?" + urllib.parse.urlencode(q) if q else "")
+    def _recovery(self, route, extents, params):
+        q = {k: v for k, v in params if v is not None}
+        path = route + ("?" + urllib.parse.urlencode(q) if q else "")
+        if extents is not None:
+            return self._request("POST", path, json.dumps(list(extents)).encode())
         return self._request("GET", path)
+
+    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None):
+        """The committed gaps, each with its kind (replay, or verify-reference
+        for a hole in raw). extents: the source's acked extents, dicts with
+        topic, partition, end and optionally start: raw's holes are looked
+        for over them too, so a lost first or last stretch is found."""
+        return self._recovery("/v1/gaps", extents, (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition)))
+
+    def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None):
+        """The recovery plan: tasks {sink, topic, partition, start, end, kind}.
+        Verify a verify-reference task against raw and record what it holds;
+        replay a replay task from raw and record it after the sink's ack;
+        checkpoint; plan again until the plan is empty."""
+        return self._recovery("/v1/plan", extents, (("reference", reference), ("max_batches", max_batches), ("max_tasks", max_tasks)))
+
+    def put_extents(self, extents):
+        """Reports the source's acked extents; the pod keeps, per partition,
+        the widest reported (in memory) for gaps, plan, the map and metrics."""
+        return self._request("PUT", "/v1/extents", json.dumps(list(extents)).encode())
+
+    def committed(self, sink=None, topic=None, partition=None):
+        """The durable tier's committed coverage: rows {sink, topic, partition, start, end}."""
+        q = {k: v for k, v in (("sink", sink), ("topic", topic), ("partition", partition)) if v is not None}
+        return self._request("GET", "/v1/committed" + ("?" + urllib.parse.urlencode(q) if q else ""))
 
     def coverage(self):
         return self._request("GET", "/v1/coverage")
@@ -145,6 +175,28 @@ class Client:
         return self._request("GET", "%s?partition=%d" % (self._source_path(source), partition))
 
 
+def _selftest_edge(c, topic):
+    """The recovery loop over a stream whose first stretch was lost on every
+    tier: only [10,20) was recorded for raw and the lake."""
+    for sink in ("raw", "lake"):
+        c.record([{"sink": sink, "topic": topic, "partition": 0, "start": 10, "end": 20}])
+    c.checkpoint()
+    assert c.gaps(topic=topic) == [], "no hole shows without the extent"
+    acked = [{"topic": topic, "partition": 0, "end": 20}]
+    kinds = []
+    for _ in range(5):
+        tasks = [t for t in c.plan(extents=acked) if t["topic"] == topic]
+        if not tasks:
+            break
+        for t in tasks:
+            kinds.append(t["kind"])
+            # raw holds what the source acked; a replay is recorded after its ack.
+            c.record([{k: t[k] for k in ("sink", "topic", "partition", "start", "end")}])
+        c.checkpoint()
+    assert kinds == ["verify-reference", "replay"], kinds
+    assert c.committed(sink="lake", topic=topic) == [{"sink": "lake", "topic": topic, "partition": 0, "start": 0, "end": 20}]
+
+
 def _selftest(argv):
     """Exercises every call against a running serve with --source files=stored
     --source kafka=broker-managed: python3 covmirror_client.py URL SOCKET."""
@@ -164,7 +216,8 @@ def _selftest(argv):
         cp = c.checkpoint()
         assert cp["positions"] in (0, 1), cp
         gaps = c.gaps(sink="lake")
-        assert gaps == [{"sink": "lake", "topic": "files", "partition": 0, "start": 500, "end": 1000}], gaps
+        assert gaps == [{"sink": "lake", "topic": "files", "partition": 0, "start": 500, "end": 1000, "kind": "replay"}], gaps
+        _selftest_edge(c, "edge-%d" % id(c))
         pos = c.get_position("files", 0)
         assert pos["found"] and pos["cursor"] == "file-0999" and pos["raw_end"] == 1000, pos
         try:

@@ -105,12 +105,13 @@ func (r replayer) VerifyReference(_ context.Context, t mirror.Task) ([]coverage.
 	return held.Ranges(), nil
 }
 
-// ackedEnds is, per partition, the batch after the last one acked.
-func (w *world) ackedEnds() map[mirror.TopicPartition]uint64 {
-	out := map[mirror.TopicPartition]uint64{}
+// extents are the source's acked extents: per partition, from batch 0 to
+// the batch after the last one acked.
+func (w *world) extents() []coverage.Extent {
+	var out []coverage.Extent
 	for part := range w.p.Partitions {
 		if end := w.p.AckedEnd[part]; end > 0 {
-			out[mirror.TopicPartition{Topic: w.p.Topic, Partition: part}] = end
+			out = append(out, coverage.Extent{Topic: w.p.Topic, Partition: part, End: end})
 		}
 	}
 	return out
@@ -119,7 +120,7 @@ func (w *world) ackedEnds() map[mirror.TopicPartition]uint64 {
 // plan is mirror.Plan from a view of the durable tier: the faulty one, as
 // the recovery worker sees it, or the true one.
 func (w *world) plan(ctx context.Context, t durable.Tier, maxBatches uint64) ([]mirror.Task, error) {
-	tasks, err := mirror.Plan(ctx, t, mirror.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), SourceAckedEnds: w.ackedEnds()})
+	tasks, err := mirror.Plan(ctx, t, mirror.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), Extents: w.extents()})
 	if errors.Is(err, mirror.ErrNoReference) {
 		return nil, fmt.Errorf("%w (raw's records may all have been lost; the source's acked ends were given)", err)
 	}

@@ -91,7 +91,7 @@ func (w *world) rebalance(ctx context.Context) error {
 		var assignments []mirror.Assignment
 		var err error
 		for range 3 {
-			opts := mirror.ResumeOptions{Sinks: w.p.SinkNames(), SourceAckedEnd: w.p.AckedEnd[part]}
+			opts := mirror.ResumeOptions{Sinks: w.p.SinkNames(), Extents: w.extents()}
 			if assignments, err = mirror.Resume(ctx, w.table, w.p.Topic, part, opts); err == nil {
 				break
 			}

@@ -94,6 +94,10 @@ type TableSource struct {
 	Table *iceberg.Table
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
+	// Extents, when set, gives each read the source's acked extents
+	// (mirror.PlanOptions.Extents): raw's holes are looked for over them
+	// too, and drawn. Zero value: none known.
+	Extents func() []coverage.Extent
 }
 
 // consistentReads bounds how often Committed rereads a table that changed
@@ -113,7 +117,11 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if err != nil {
 			return Committed{}, fmt.Errorf("covmap: %w", err)
 		}
-		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1})
+		var extents []coverage.Extent
+		if s.Extents != nil {
+			extents = s.Extents()
+		}
+		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents})
 		if err != nil {
 			var nre *mirror.NoReferenceError
 			if errors.As(err, &nre) {
