@@ -117,12 +117,21 @@ func (s *serveProc) kill() error {
 		return nil
 	}
 	s.addr.Store(new(string))
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	err := s.cmd.Wait()
 	cmd := s.cmd
 	s.cmd = nil
+	if err := killProcess(cmd); err != nil {
+		return fmt.Errorf("serve %w; stderr: %s", err, s.stderr.String())
+	}
+	return nil
+}
+
+// killProcess SIGKILLs a started process and waits for it; a kill only
+// counts if the process was still running and died of it.
+func killProcess(cmd *exec.Cmd) error {
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	err := cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		return fmt.Errorf("serve ended on its own before the kill (%v); stderr: %s", err, s.stderr.String())
+		return fmt.Errorf("ended on its own before the kill (%v)", err)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,12 +145,10 @@ func (r *redisProc) kill() error {
 	if r.cmd == nil {
 		return nil
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	err := r.cmd.Wait()
 	cmd := r.cmd
 	r.cmd = nil
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		return fmt.Errorf("redis-server ended on its own before the kill (%v): %s", err, r.log.String())
+	if err := killProcess(cmd); err != nil {
+		return fmt.Errorf("redis-server %w: %s", err, r.log.String())
 	}
 	return nil
 }
