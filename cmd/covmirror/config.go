@@ -35,7 +35,7 @@ type config struct {
 
 var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format",
 	"durable", "object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store",
-	"postgres.url", "postgres.schema"}
+	"postgres.url", "postgres.schema", "token-file", "allow-hosts"}
 
 // configPath finds --config in the global flags (before the command name),
 // or COVMIRROR_CONFIG.
