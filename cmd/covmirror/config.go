@@ -10,7 +10,9 @@ import (
 
 // config is a configuration file's settings: the global flags' names
 // (state, namespace, table, writer, log.level, log.format, durable and the
-// object.* and postgres.* keys, whose flags spell the dots as dashes) and catalog
+// object.* and postgres.* keys, whose flags spell the dots as dashes), the
+// token-file of serve and inspect --url, serve's allow-hosts (a
+// comma-separated list) and catalog
 // properties as catalog.KEY = VALUE. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
 // a line or after a space or tab starts a comment; \# is a literal #

@@ -257,7 +257,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 // empty one; with a good token file it serves, and never prints the token.
 func TestServeNeedsATokenOffLoopback(t *testing.T) {
 	dir := t.TempDir()
-	serve := func(extra ...string) (error, *lockedBuffer, *lockedBuffer) {
+	serve := func(extra ...string) (*lockedBuffer, *lockedBuffer, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out, errOut lockedBuffer
 		done := make(chan error, 1)
@@ -268,14 +268,15 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 			select {
 			case err := <-done:
 				cancel()
-				return err, &out, &errOut
+				return &out, &errOut, err
 			default:
 			}
 		}
 		cancel()
-		return <-done, &out, &errOut
+		err := <-done
+		return &out, &errOut, err
 	}
-	if err, _, _ := serve(); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrNotLoopback.Error()) || !strings.Contains(err.Error(), "--token-file") {
+	if _, _, err := serve(); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrNotLoopback.Error()) || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("a wildcard --addr without a token: exit %d, %v", exitCode(err), err)
 	}
 	const token = "serve-flag-test-token-0123456789"
@@ -289,7 +290,7 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = os.Chmod(path, mode)
-		if err, _, _ := serve("--token-file", path); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrTokenFile.Error()) || strings.Contains(err.Error(), token) {
+		if _, _, err := serve("--token-file", path); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrTokenFile.Error()) || strings.Contains(err.Error(), token) {
 			t.Errorf("token file %s: exit %d, %v", name, exitCode(err), err)
 		}
 	}
@@ -298,7 +299,7 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("COVMIRROR_TOKEN_FILE", good) // the environment's setting
-	err, out, errOut := serve()
+	out, errOut, err := serve()
 	if err != nil {
 		t.Fatalf("a wildcard --addr with a token: %v; stderr %s", err, errOut.String())
 	}
