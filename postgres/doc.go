@@ -40,5 +40,7 @@
 // Open creates the schema and the missing tables (under an advisory lock,
 // so several processes may open at once), and refuses a table of another
 // shape with ErrSchemaMismatch: a table it did not create is never
-// altered.
+// altered. A name column whose collation is not deterministic is another
+// shape: it would compare distinct names equal, one destination's
+// coverage counting as another's.
 package postgres
