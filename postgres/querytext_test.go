@@ -6,14 +6,12 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	osexec "os/exec"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -131,7 +129,7 @@ func FuzzQueryTextAgrees(f *testing.F) {
 				if cols := fieldNames(res[0].FieldDescriptions); !reflect.DeepEqual(cols, want.Columns) {
 					t.Fatalf("%s: columns %v, Tier.Query's %v", where, cols, want.Columns)
 				}
-				if g, w := canonRows(got), canonRows(want.Rows); !reflect.DeepEqual(g, w) {
+				if g, w := catalogtest.CellText(got), catalogtest.CellText(want.Rows); !reflect.DeepEqual(g, w) {
 					t.Fatalf("%s: the printed text's rows\n%v\nTier.Query's\n%v\n%s", where, g, w, text)
 				}
 				fmt.Fprintf(&script, "SET standard_conforming_strings = %s;\n%s\n;\n\\echo '%s'\n", standard, text, mark)
@@ -211,43 +209,6 @@ func decodeText(t *testing.T, m *pgtype.Map, res *pgconn.Result) [][]any {
 		}
 	}
 	return out
-}
-
-// canonRows writes each cell so that one value decoded from text and from
-// binary compares equal: times in UTC, numerics as exact rationals.
-func canonRows(rows [][]any) [][]string {
-	out := make([][]string, len(rows))
-	for i, row := range rows {
-		for _, v := range row {
-			var s string
-			switch v := v.(type) {
-			case nil:
-				s = "NULL"
-			case time.Time:
-				s = v.UTC().Format(time.RFC3339Nano)
-			case pgtype.Numeric:
-				r := new(big.Rat).SetInt(v.Int)
-				scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(v.Exp))), nil))
-				if v.Exp < 0 {
-					r.Quo(r, scale)
-				} else {
-					r.Mul(r, scale)
-				}
-				s = r.RatString()
-			default:
-				s = fmt.Sprintf("%T %v", v, v)
-			}
-			out[i] = append(out[i], s)
-		}
-	}
-	return out
-}
-
-func abs(n int32) int32 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // runPsql pipes script into psql, as the README does, and parses the CSV
