@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -86,6 +87,16 @@ func literal(v any) (string, error) {
 		return intLiteral(v), nil
 	case int:
 		return intLiteral(int64(v)), nil
+	}
+	// A named type of one of those (json.RawMessage for a jsonb
+	// parameter, say) as its underlying value.
+	switch rv := reflect.ValueOf(v); {
+	case rv.Kind() == reflect.String:
+		return stringLiteral(rv.String())
+	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8:
+		return stringLiteral(string(rv.Bytes()))
+	case rv.CanInt():
+		return intLiteral(rv.Int()), nil
 	}
 	return "", fmt.Errorf("%w: a %T has no literal form here", ErrUnprintable, v)
 }

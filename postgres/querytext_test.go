@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -273,6 +274,9 @@ func TestBindLiteralsTokens(t *testing.T) {
 	}
 	if _, err := bindLiterals("SELECT $1", []any{"a\x00b"}); !errors.Is(err, ErrUnprintable) || !strings.Contains(err.Error(), "$1") {
 		t.Fatalf("a NUL: %v, want ErrUnprintable naming $1", err)
+	}
+	if got, err := bindLiterals("SELECT CAST($1 AS jsonb), $2", []any{json.RawMessage(`{"a":"'"}`), int64(7)}); err != nil || got != `SELECT CAST(E'{"a":"''"}' AS jsonb), 7` {
+		t.Fatalf("a jsonb parameter: %s, %v", got, err)
 	}
 	if got, _ := bindLiterals("SELECT $1", []any{"é\n'\\\U0001F600"}); got != `SELECT E'\u00E9\u000A''\\\U0001F600'` {
 		t.Fatalf("escaped: %s", got)
