@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -68,9 +67,10 @@ func (p QueryParams) args() []any {
 }
 
 // QueryText is the named query's SQL over the coverage table in schema.
-// With p set, its parameters are written in as literals, ready for psql;
-// without, they stay $1 (reference), $2 (sink), $3 (topic) and $4
-// (partition).
+// With p set, its parameters are written in as literals, ready for psql
+// (whatever the names hold: see bindLiterals; a name PostgreSQL text
+// cannot hold is ErrUnprintable); without, they stay $1 (reference), $2
+// (sink), $3 (topic) and $4 (partition).
 func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if err := ValidateSchema(schema); err != nil {
 		return "", err
@@ -91,17 +91,7 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if p == nil {
 		return text, nil
 	}
-	for i, v := range p.args() {
-		lit := "NULL"
-		switch v := v.(type) {
-		case string:
-			lit = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-		case int32:
-			lit = strconv.FormatInt(int64(v), 10)
-		}
-		text = strings.ReplaceAll(text, "CAST($"+strconv.Itoa(i+1)+" AS", "CAST("+lit+" AS")
-	}
-	return text, nil
+	return bindLiterals(text, p.args())
 }
 
 // QueryResult is a query's columns and rows, as pgx decodes them.
