@@ -1,10 +1,11 @@
 -- The CTEs the gaps and summary queries share: params, the selected rows,
 -- the sinks measured, and per destination the multirange each lacks
 -- (sink_gaps: the reference's covered minus the sink's; reference_gaps:
--- the partition's hull minus the reference's covered). Expanded where a
--- query says {{gap_ctes}}.
+-- the partition's hull, united with its acked extent, minus the
+-- reference's covered). Expanded where a query says {{gap_ctes}}.
 WITH params AS (
-    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition"
+    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
+           CAST($5 AS text) AS acked_extents
 ),
 topic_rows AS (
     SELECT c.sink, c.topic, c."partition", c.covered
@@ -33,11 +34,32 @@ hull AS (
     FROM selected
     GROUP BY topic, "partition"
 ),
+extents AS (
+    -- the source's acked extents of the selected partitions ($5, a JSON
+    -- array of {"topic","partition","start","end"}, start optional)
+    SELECT e.topic, e."partition", int8range(coalesce(e."start", 0), e."end") AS extent
+    FROM params p
+    CROSS JOIN LATERAL jsonb_to_recordset(CAST(p.acked_extents AS jsonb)) AS e(topic text, "partition" integer, "start" bigint, "end" bigint)
+    WHERE coalesce(e."start", 0) < e."end"
+      AND (p.topic IS NULL OR e.topic = p.topic)
+      AND (p."partition" IS NULL OR e."partition" = p."partition")
+),
+spans AS (
+    -- where the reference's holes are looked for: the hull, united with
+    -- the partition's acked extent (raw held every batch of both)
+    SELECT topic, "partition", range_agg(r) AS span
+    FROM (SELECT topic, "partition", hull AS r FROM hull
+          UNION ALL
+          SELECT topic, "partition", extent FROM extents) x
+    GROUP BY topic, "partition"
+),
 reference_gaps AS (
-    SELECT p.reference AS sink, h.topic, h."partition", multirange(h.hull) - coalesce(r.covered, '{}'::int8multirange) AS missing
-    FROM hull h
+    -- the reference has rows, or the table has none (only extents): else
+    -- it is misspelt, and its holes would be every partition
+    SELECT p.reference AS sink, s.topic, s."partition", s.span - coalesce(r.covered, '{}'::int8multirange) AS missing
+    FROM spans s
     CROSS JOIN params p
-    LEFT JOIN selected r ON r.sink = p.reference AND r.topic = h.topic AND r."partition" = h."partition"
+    LEFT JOIN selected r ON r.sink = p.reference AND r.topic = s.topic AND r."partition" = s."partition"
     WHERE (p.sink IS NULL OR p.sink = p.reference)
-      AND EXISTS (SELECT 1 FROM {{coverage}} a WHERE a.sink = p.reference)
+      AND (EXISTS (SELECT 1 FROM {{coverage}} a WHERE a.sink = p.reference) OR NOT EXISTS (SELECT 1 FROM {{coverage}} a))
 )
