@@ -3,9 +3,12 @@
 -- the reference's own holes as gaps of the reference (sink = the
 -- reference), from the lowest to the highest batch any destination of the
 -- partition covers (a sink is written only once raw is durable, so raw held
--- every batch a sink holds): a partition only sinks have rows of is one
--- whole hole, unless the reference has no rows at all (a misspelt
--- reference). `covmirror gaps --json` gives the same rows, computed in Go.
+-- every batch a sink holds) and over the source's acked extent of the
+-- partition where acked_extents gives one (the source is acked only once
+-- raw is durable): a partition only sinks have rows of, or only an extent,
+-- is one whole hole, unless the reference has no rows at all in a table
+-- that has some (a misspelt reference). `covmirror gaps --json` gives the
+-- same rows, computed in Go.
 --
 -- The reference's rows are merged first (see coverage.sql). A sink's rows
 -- are not: one window pass over them as they are (overlapping, repeated)
@@ -16,6 +19,13 @@
 -- Not merging the sinks' rows saves two window passes and an aggregate over
 -- the largest part of the table; the join is of holes, not rows, so rows
 -- that overlap many reference ranges cost no more than their holes.
+--
+-- Relations: coverage, and acked_extents (topic, "partition", range_start,
+-- range_end): per partition at most one [start, end) the source has acked,
+-- empty when none is known. An extent only widens where the reference's
+-- holes are looked for; sinks are measured against the reference's rows
+-- alone (a sink's share of a reference hole is no gap until the hole is
+-- verified and re-recorded).
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
@@ -111,6 +121,24 @@ hull AS (
     FROM selected
     GROUP BY topic, "partition"
 ),
+extents AS (
+    -- the source's acked extents of the selected partitions: raw held
+    -- every batch of them too
+    SELECT topic, "partition", range_start AS extent_start, range_end AS extent_end
+    FROM acked_extents
+    WHERE range_start < range_end
+      AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
+),
+span AS (
+    -- the hull, stretched over an extent that overlaps or touches it: one
+    -- range (an extent apart from the hull is a hole of its own below)
+    SELECT h.topic, h."partition",
+           CASE WHEN e.extent_start < h.hull_start AND e.extent_end >= h.hull_start THEN e.extent_start ELSE h.hull_start END AS span_start,
+           CASE WHEN e.extent_end > h.hull_end AND e.extent_start <= h.hull_end THEN e.extent_end ELSE h.hull_end END AS span_end
+    FROM hull h
+    LEFT JOIN extents e ON e.topic = h.topic AND e."partition" = h."partition"
+),
 reference_ends AS (
     SELECT topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end
     FROM selected
@@ -118,7 +146,7 @@ reference_ends AS (
     GROUP BY topic, "partition"
 ),
 reference_holes AS (
-    -- the reference's own holes over the hull: nothing says raw holds them,
+    -- the reference's own holes over the span: nothing says raw holds them,
     -- so every sink's gap there is hidden until they are verified; they are
     -- gaps of the reference itself. Inner: between its merged ranges.
     SELECT sink, topic, "partition",
@@ -127,20 +155,31 @@ reference_holes AS (
     FROM merged
     WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
     UNION ALL
-    -- leading: from the hull's start to the reference's first batch; or
-    -- the whole hull of a partition the reference has no rows of, provided
-    -- it has rows somewhere (else the reference is misspelt: no holes)
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", h.hull_start, coalesce(r.first_start, h.hull_end)
-    FROM hull h
-    LEFT JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- leading: from the span's start to the reference's first batch; or
+    -- the whole span of a partition the reference has no rows of, provided
+    -- it has rows somewhere or the table has none (else the reference is
+    -- misspelt: no holes)
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", s.span_start, coalesce(r.first_start, s.span_end)
+    FROM span s
+    LEFT JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)
+      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
     UNION ALL
-    -- trailing: from the reference's last batch to the hull's end
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", r.last_end, h.hull_end
-    FROM hull h
-    JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- trailing: from the reference's last batch to the span's end
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", r.last_end, s.span_end
+    FROM span s
+    JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
+    UNION ALL
+    -- an extent apart from the hull, or of a partition no destination has
+    -- rows of: the reference holds none of it (its rows are in the hull);
+    -- provided, as above, that the reference is not misspelt
+    SELECT CAST($reference AS VARCHAR), e.topic, e."partition", e.extent_start, e.extent_end
+    FROM extents e
+    LEFT JOIN hull h ON h.topic = e.topic AND h."partition" = e."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
+      AND (h.topic IS NULL OR e.extent_end < h.hull_start OR e.extent_start > h.hull_end)
+      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
 ),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end
