@@ -58,7 +58,7 @@ func TestQueryAckedEndsFromStdin(t *testing.T) {
 		t.Fatalf("lag with acked extents: %v", lag)
 	}
 	text := run(`[{"topic":"it's","partition":0,"end":5}]`, "query", "gaps", "--sql", "--dialect", "postgres", "--acked-ends", "-")
-	if want := `CAST('[{"topic":"it''s","partition":0,"start":0,"end":5}]' AS text)`; !strings.Contains(text, want) {
-		t.Fatalf("the PostgreSQL form does not carry the extents as %s:\n%s", want, text)
+	if want := `'[{"topic":"it''s","partition":0,"start":0,"end":5}]'`; !strings.Contains(text, want) || strings.Contains(text, "CAST($5") {
+		t.Fatalf("the PostgreSQL form does not carry the extents as the literal %s in place of $5:\n%s", want, text)
 	}
 }
