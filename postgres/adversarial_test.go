@@ -305,7 +305,7 @@ func TestAdversarialQueriesUnfolded(t *testing.T) {
 	run := func() map[string]*QueryResult {
 		out := map[string]*QueryResult{}
 		for _, name := range QueryNames() {
-			acked := []coverage.Extent{{Topic: "t", Partition: 0, End: 70}, {Topic: "t", Partition: 2, Start: 5, End: 9}}
+			acked := []coverage.Extent{{Topic: "t", Partition: 0, End: 70}, {Topic: "t", Partition: 1, Start: 140, End: 150}, {Topic: "t", Partition: 2, Start: 5, End: 9}}
 			for _, p := range []QueryParams{{}, {Sink: "wh"}, {Topic: "t", Partition: new(int32)}, {Extents: acked}} {
 				res, err := tier.Query(ctx, name, p)
 				if err != nil {

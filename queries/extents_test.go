@@ -34,35 +34,36 @@ func randomExtents(r *rand.Rand) []coverage.Extent {
 	return out
 }
 
-// referenceSpans is, per selected partition, where the reference's holes
-// are looked for: the lowest to the highest batch any destination there
-// covers, united with the partition's acked extent. None when the sink
-// filter excludes the reference, or when the reference has no rows in a
-// table that has some (a misspelt reference).
-func (m model) referenceSpans(p Params) map[coverage.Destination]*coverage.RangeSet {
+// referenceSpans is, per selected partition, the span the reference must
+// hold, as the recovery planner defines it (mirror.ReferenceHoles): the
+// hull of the reference's own first to last covered batch, every other
+// destination's rows there (a sink is written only once raw is durable)
+// and the partition's acked extent (the source is acked only once raw is
+// durable), so raw held every batch between. None when the sink filter
+// excludes the reference, or when the reference has no rows in a table
+// that has some (a misspelt reference).
+func (m model) referenceSpans(p Params) map[coverage.Destination]coverage.Range {
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	if (p.Sink != "" && p.Sink != ref) || (len(m) > 0 && !m.hasSink(ref)) {
 		return nil
 	}
-	selected := func(tp coverage.Destination) bool {
-		return (p.Topic == "" || tp.Topic == p.Topic) && (p.Partition == nil || tp.Partition == *p.Partition)
-	}
-	spans := map[coverage.Destination]*coverage.RangeSet{}
-	add := func(tp coverage.Destination, r coverage.Range) {
-		if !selected(tp) {
+	spans := map[coverage.Destination]coverage.Range{}
+	extend := func(tp coverage.Destination, r coverage.Range) {
+		if (p.Topic != "" && tp.Topic != p.Topic) || (p.Partition != nil && tp.Partition != *p.Partition) || r.Start >= r.End {
 			return
 		}
-		if spans[tp] == nil {
-			spans[tp] = new(coverage.RangeSet)
+		if s, ok := spans[tp]; ok {
+			r = coverage.Range{Start: min(s.Start, r.Start), End: max(s.End, r.End)}
 		}
-		_ = spans[tp].Add(r)
+		spans[tp] = r
 	}
+	// hulls is already the hull of the reference's rows and the sinks'.
 	for tp, hull := range m.hulls() {
-		add(tp, hull)
+		extend(tp, hull)
 	}
 	for _, e := range p.Extents {
 		if r, ok := e.Range(); ok {
-			add(coverage.Destination{Topic: e.Topic, Partition: e.Partition}, r)
+			extend(coverage.Destination{Topic: e.Topic, Partition: e.Partition}, r)
 		}
 	}
 	return spans
@@ -78,7 +79,11 @@ func (m model) referenceHoles(p Params) map[coverage.Destination]coverage.RangeS
 		if covered == nil {
 			covered = new(coverage.RangeSet)
 		}
-		out[tp] = coverage.Gaps(span, covered)
+		set, err := coverage.NewRangeSet(span)
+		if err != nil {
+			panic(fmt.Sprintf("the span %v of %v: %v", span, tp, err))
+		}
+		out[tp] = coverage.Gaps(&set, covered)
 	}
 	return out
 }
@@ -186,7 +191,10 @@ func extentCases() []extentCase {
 		{"start past 0, both ends lost", Params{Extents: []coverage.Extent{x(0, 5, 45)}}, with(raw(0, 5, 10), raw(0, 20, 25), raw(0, 40, 45)), []int64{3, 15}, []int64{1, 1, 5}},
 		{"inside the window: no change", Params{Extents: []coverage.Extent{x(0, 12, 38)}}, with(raw(0, 20, 25)), []int64{1, 5}, nil},
 		{"a partition with no rows", Params{Extents: []coverage.Extent{x(1, 0, 7)}}, with(raw(0, 20, 25), raw(1, 0, 7)), []int64{2, 12}, []int64{2, 1, 7}},
-		{"apart from the window", Params{Extents: []coverage.Extent{x(0, 60, 70)}}, with(raw(0, 20, 25), raw(0, 60, 70)), []int64{2, 15}, []int64{1, 1, 10}},
+		// The span is the hull: the stretch between the window and an
+		// extent apart from it is raw's to verify too.
+		{"apart past the window", Params{Extents: []coverage.Extent{x(0, 60, 70)}}, with(raw(0, 20, 25), raw(0, 40, 70)), []int64{2, 35}, []int64{1, 1, 30}},
+		{"apart before the window", Params{Extents: []coverage.Extent{x(0, 2, 6)}}, with(raw(0, 2, 10), raw(0, 20, 25)), []int64{2, 13}, nil},
 		{"touching the window", Params{Extents: []coverage.Extent{x(0, 40, 45)}}, with(raw(0, 20, 25), raw(0, 40, 45)), []int64{2, 10}, []int64{1, 1, 5}},
 		{"empty extent", Params{Extents: []coverage.Extent{x(0, 3, 3), x(1, 0, 0)}}, with(raw(0, 20, 25)), []int64{1, 5}, nil},
 		{"partition filter", Params{Partition: &one, Extents: []coverage.Extent{x(0, 0, 50), x(1, 3, 7)}}, []row{raw(1, 3, 7)}, []int64{1, 4}, []int64{1, 1, 4}},
@@ -259,9 +267,10 @@ func duckRun(db *DB) engineRun {
 // TestAckedExtentsWidenReferenceHoles: the source's acked extents widen
 // where raw's holes are looked for, on each DuckDB binding (the table's
 // files, its scan, a durable tier): a first or last stretch every
-// destination lost is a hole of raw, an extent over a partition without
-// rows is one whole hole, one inside the window changes nothing, and the
-// sinks' gaps stay measured against raw's rows. Summary and lag count the
+// destination lost is a hole of raw, so is the stretch between the rows
+// and an extent apart from them (the span is the hull), an extent over a
+// partition without rows is one whole hole, one inside the window changes
+// nothing, and the sinks' gaps stay measured against raw's rows. Summary and lag count the
 // same holes. Over an empty table an extent is all hole; an invalid set of
 // extents is refused.
 func TestAckedExtentsWidenReferenceHoles(t *testing.T) {

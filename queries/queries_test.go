@@ -155,11 +155,10 @@ func (m model) hulls() map[coverage.Destination]coverage.Range {
 
 // gapRows: for every reference destination and every other sink with rows
 // of that topic, the reference's ranges the sink lacks; and the reference's
-// own holes, under its name, over the lowest to the highest batch any
-// destination of the partition covers (a sink is written only once raw is
-// durable) and over the partition's acked extent, a partition it has no
-// rows of included, unless it has no rows at all in a table that has some
-// (a misspelt reference).
+// own holes, under its name, over its span (referenceSpans: the hull of
+// every destination's rows of the partition and its acked extent), a
+// partition it has no rows of included, unless it has no rows at all in a
+// table that has some (a misspelt reference).
 func (m model) gapRows(p Params) []row {
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	sinksOf := m.sinksOf(p)

@@ -50,21 +50,20 @@ extents AS (
       AND (p."partition" IS NULL OR e."partition" = p."partition")
 ),
 spans AS (
-    -- per partition, the lowest to the highest batch any destination
-    -- covers, united with the partition's acked extent: what raw must hold
-    SELECT topic, "partition", range_agg(r) AS span
-    FROM (SELECT topic, "partition", int8range(min(first_start), max(last_end)) AS r FROM ends GROUP BY topic, "partition"
+    -- per partition, what the reference must hold: the hull of every
+    -- destination's rows and of the source's acked extent
+    SELECT topic, "partition", min(first_start) AS span_start, max(last_end) AS span_end
+    FROM (SELECT topic, "partition", first_start, last_end FROM ends
           UNION ALL
-          SELECT topic, "partition", extent FROM extents) x
+          SELECT topic, "partition", lower(extent), upper(extent) FROM extents) x
     GROUP BY topic, "partition"
 ),
 reference_behind AS (
-    -- the reference's holes past its last batch (all of them in a
-    -- partition it has no rows of): it has no rows past its last batch, so
-    -- they are its span there
+    -- the reference's holes past its last batch are the span's stretch
+    -- from there (the span holds its rows), or all of the span in a
+    -- partition it has no rows of
     SELECT p.reference AS sink, s.topic, s."partition", r.last_recorded_at,
-           (SELECT CAST(coalesce(sum(upper(g) - lower(g)), 0) AS bigint)
-            FROM unnest(s.span * int8multirange(int8range(r.last_end, NULL))) AS g) AS batches_behind
+           s.span_end - coalesce(r.last_end, s.span_start) AS batches_behind
     FROM spans s
     CROSS JOIN params p
     LEFT JOIN ends r ON r.sink = p.reference AND r.topic = s.topic AND r."partition" = s."partition"

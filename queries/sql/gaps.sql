@@ -1,14 +1,15 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
 -- lacks, inner and trailing, for every sink that has rows of the topic; and
 -- the reference's own holes as gaps of the reference (sink = the
--- reference), from the lowest to the highest batch any destination of the
--- partition covers (a sink is written only once raw is durable, so raw held
--- every batch a sink holds) and over the source's acked extent of the
--- partition where acked_extents gives one (the source is acked only once
--- raw is durable): a partition only sinks have rows of, or only an extent,
--- is one whole hole, unless the reference has no rows at all in a table
--- that has some (a misspelt reference). `covmirror gaps --json` gives the
--- same rows, computed in Go.
+-- reference), over its span: per partition, from the lowest to the highest
+-- batch any destination covers (a sink is written only once raw is
+-- durable, so raw held every batch a sink holds) or the source's acked
+-- extent in acked_extents holds (the source is acked only once raw is
+-- durable). The span is one range, the hull: an extent apart from the
+-- rows makes the stretch between a hole too. A partition only sinks have
+-- rows of, or only an extent, is one whole hole, unless the reference has
+-- no rows at all in a table that has some (a misspelt reference).
+-- `covmirror gaps --json` gives the same rows, computed in Go.
 --
 -- The reference's rows are merged first (see coverage.sql). A sink's rows
 -- are not: one window pass over them as they are (overlapping, repeated)
@@ -22,8 +23,8 @@
 --
 -- Relations: coverage, and acked_extents (topic, "partition", range_start,
 -- range_end): per partition at most one [start, end) the source has acked,
--- empty when none is known. An extent only widens where the reference's
--- holes are looked for; sinks are measured against the reference's rows
+-- empty when none is known. An extent only widens the reference's span;
+-- sinks are measured against the reference's rows
 -- alone (a sink's share of a reference hole is no gap until the hole is
 -- verified and re-recorded).
 --
@@ -113,31 +114,20 @@ holes AS (
       ON m.topic = h.topic AND m."partition" = h."partition"
      AND m.range_start < h.hole_end AND m.range_end > h.hole_start
 ),
-hull AS (
-    -- per partition, the lowest to the highest batch any destination
-    -- covers, the reference's or a sink's: a sink is written only once raw
-    -- is durable, so raw held every batch of it
-    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
-    FROM selected
-    GROUP BY topic, "partition"
-),
-extents AS (
-    -- the source's acked extents of the selected partitions: raw held
-    -- every batch of them too
-    SELECT topic, "partition", range_start AS extent_start, range_end AS extent_end
-    FROM acked_extents
-    WHERE range_start < range_end
-      AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
-),
 span AS (
-    -- the hull, stretched over an extent that overlaps or touches it: one
-    -- range (an extent apart from the hull is a hole of its own below)
-    SELECT h.topic, h."partition",
-           CASE WHEN e.extent_start < h.hull_start AND e.extent_end >= h.hull_start THEN e.extent_start ELSE h.hull_start END AS span_start,
-           CASE WHEN e.extent_end > h.hull_end AND e.extent_start <= h.hull_end THEN e.extent_end ELSE h.hull_end END AS span_end
-    FROM hull h
-    LEFT JOIN extents e ON e.topic = h.topic AND e."partition" = h."partition"
+    -- per partition, where the reference's holes are looked for: the hull
+    -- of every destination's rows, the reference's and the sinks' (a sink
+    -- is written only once raw is durable, so raw held every batch of it),
+    -- and of the source's acked extent of the partition (the source is
+    -- acked only once raw is durable): raw held every batch between
+    SELECT topic, "partition", min(range_start) AS span_start, max(range_end) AS span_end
+    FROM (SELECT topic, "partition", range_start, range_end FROM selected
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
+    GROUP BY topic, "partition"
 ),
 reference_ends AS (
     SELECT topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end
@@ -170,16 +160,6 @@ reference_holes AS (
     FROM span s
     JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-    UNION ALL
-    -- an extent apart from the hull, or of a partition no destination has
-    -- rows of: the reference holds none of it (its rows are in the hull);
-    -- provided, as above, that the reference is not misspelt
-    SELECT CAST($reference AS VARCHAR), e.topic, e."partition", e.extent_start, e.extent_end
-    FROM extents e
-    LEFT JOIN hull h ON h.topic = e.topic AND h."partition" = e."partition"
-    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND (h.topic IS NULL OR e.extent_end < h.hull_start OR e.extent_start > h.hull_end)
-      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
 ),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end

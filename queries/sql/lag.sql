@@ -7,7 +7,8 @@
 -- The reference has a row too where it is behind what it must hold: per
 -- partition, the batches of its holes (gaps.sql's, over the hull of every
 -- destination's rows and the source's acked extent) past its last covered
--- batch, all of them in a partition it has no rows of. Its
+-- batch, which are the hull's stretch from there; all of the hull in a
+-- partition it has no rows of. Its
 -- reference_last_recorded_at is NULL: it is measured against the source
 -- and the sinks, not against itself.
 --
@@ -49,43 +50,29 @@ behind AS (
     LEFT JOIN ends e ON e.sink = s.sink AND e.topic = r.topic AND e."partition" = r."partition"
     WHERE r.sink = $reference
 ),
-hull AS (
-    SELECT topic, "partition", min(first_start) AS hull_start, max(last_end) AS hull_end
-    FROM ends
+span AS (
+    -- per partition, what the reference must hold: the hull of every
+    -- destination's rows and of the source's acked extent, as gaps.sql's
+    SELECT topic, "partition", min(first_start) AS span_start, max(last_end) AS span_end
+    FROM (SELECT topic, "partition", first_start, last_end FROM ends
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
     GROUP BY topic, "partition"
 ),
-extents AS (
-    SELECT topic, "partition", range_start AS extent_start, range_end AS extent_end
-    FROM acked_extents
-    WHERE range_start < range_end
-      AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
-),
-reference_tail AS (
-    -- per partition, past the reference's last batch (from the start where
-    -- it has none): the hull's part [a_start, a_end) and the extent's
-    -- [b_start, b_end); the reference has no rows past its last batch
-    SELECT p.topic, p."partition", r.last_recorded_at,
-           coalesce(r.last_end, h.hull_start) AS a_start, h.hull_end AS a_end,
-           CASE WHEN r.last_end > e.extent_start THEN r.last_end ELSE e.extent_start END AS b_start, e.extent_end AS b_end
-    FROM (SELECT topic, "partition" FROM hull UNION SELECT topic, "partition" FROM extents) p
-    LEFT JOIN hull h ON h.topic = p.topic AND h."partition" = p."partition"
-    LEFT JOIN extents e ON e.topic = p.topic AND e."partition" = p."partition"
-    LEFT JOIN ends r ON r.sink = $reference AND r.topic = p.topic AND r."partition" = p."partition"
+reference_behind AS (
+    -- the reference's holes past its last batch are the span's stretch
+    -- from there (the span holds its rows, so that is never negative), or
+    -- all of the span in a partition it has no rows of; not where it is
+    -- misspelt (no rows in a table that has some)
+    SELECT CAST($reference AS VARCHAR) AS sink, s.topic, s."partition", r.last_recorded_at,
+           s.span_end - coalesce(r.last_end, s.span_start) AS batches_behind
+    FROM span s
+    LEFT JOIN ends r ON r.sink = $reference AND r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
       AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
-),
-reference_behind AS (
-    -- the batches of the union of the two parts: the first's, then the
-    -- second's less what they share (in this order no sum passes BIGINT;
-    -- each part is absent where there is no hull or no extent)
-    SELECT CAST($reference AS VARCHAR) AS sink, topic, "partition", last_recorded_at,
-           CASE WHEN a_end > a_start THEN a_end - a_start ELSE 0 END
-           + CASE WHEN b_end > b_start THEN (b_end - b_start)
-                  - CASE WHEN a_end > a_start AND least(a_end, b_end) > greatest(a_start, b_start)
-                         THEN least(a_end, b_end) - greatest(a_start, b_start) ELSE 0 END
-                  ELSE 0 END AS batches_behind
-    FROM reference_tail
 ),
 measured AS (
     SELECT sink, batches_behind, sink_recorded_at, reference_recorded_at FROM behind

@@ -1,8 +1,8 @@
 -- summary: per sink, against a reference (raw by default): the batches it
 -- covers, how many gaps it has, how many batches they miss, and its oldest
 -- gap (the one starting at the lowest batch id). The gaps are gaps.sql's,
--- the reference's own holes included (over every batch some destination
--- of the partition covers, and over the source's acked extents in
+-- the reference's own holes included (over the hull of every batch some
+-- destination of the partition covers and of the source's acked extent in
 -- acked_extents): the reference has a row too. The rows are merged first
 -- the same way. Batch totals are DECIMAL(38,0): a few ranges near 2^63
 -- overflow BIGINT, in DuckDB, Trino and Spark alike.
@@ -74,31 +74,20 @@ holes AS (
            cov_start AS gap_end
     FROM ends
 ),
-hull AS (
-    -- per partition, the lowest to the highest batch any destination
-    -- covers, the reference's or a sink's: a sink is written only once raw
-    -- is durable, so raw held every batch of it
-    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
-    FROM selected
-    GROUP BY topic, "partition"
-),
-extents AS (
-    -- the source's acked extents of the selected partitions: raw held
-    -- every batch of them too
-    SELECT topic, "partition", range_start AS extent_start, range_end AS extent_end
-    FROM acked_extents
-    WHERE range_start < range_end
-      AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-      AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
-),
 span AS (
-    -- the hull, stretched over an extent that overlaps or touches it: one
-    -- range (an extent apart from the hull is a hole of its own below)
-    SELECT h.topic, h."partition",
-           CASE WHEN e.extent_start < h.hull_start AND e.extent_end >= h.hull_start THEN e.extent_start ELSE h.hull_start END AS span_start,
-           CASE WHEN e.extent_end > h.hull_end AND e.extent_start <= h.hull_end THEN e.extent_end ELSE h.hull_end END AS span_end
-    FROM hull h
-    LEFT JOIN extents e ON e.topic = h.topic AND e."partition" = h."partition"
+    -- per partition, where the reference's holes are looked for: the hull
+    -- of every destination's rows, the reference's and the sinks' (a sink
+    -- is written only once raw is durable, so raw held every batch of it),
+    -- and of the source's acked extent of the partition (the source is
+    -- acked only once raw is durable): raw held every batch between
+    SELECT topic, "partition", min(range_start) AS span_start, max(range_end) AS span_end
+    FROM (SELECT topic, "partition", range_start, range_end FROM selected
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
+    GROUP BY topic, "partition"
 ),
 reference_ends AS (
     SELECT topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end
@@ -131,16 +120,6 @@ reference_holes AS (
     FROM span s
     JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-    UNION ALL
-    -- an extent apart from the hull, or of a partition no destination has
-    -- rows of: the reference holds none of it (its rows are in the hull);
-    -- provided, as above, that the reference is not misspelt
-    SELECT CAST($reference AS VARCHAR), e.topic, e."partition", e.extent_start, e.extent_end
-    FROM extents e
-    LEFT JOIN hull h ON h.topic = e.topic AND h."partition" = e."partition"
-    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND (h.topic IS NULL OR e.extent_end < h.hull_start OR e.extent_start > h.hull_end)
-      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
 ),
 gap_rows AS (
     SELECT sink, topic, "partition", gap_start, gap_end FROM holes WHERE gap_start < gap_end

@@ -1,7 +1,7 @@
 -- The CTEs the gaps and summary queries share: params, the selected rows,
 -- the sinks measured, and per destination the multirange each lacks
 -- (sink_gaps: the reference's covered minus the sink's; reference_gaps:
--- the partition's hull, united with its acked extent, minus the
+-- the hull of the partition's rows and its acked extent, minus the
 -- reference's covered). Expanded where a query says {{gap_ctes}}.
 WITH params AS (
     SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
@@ -29,11 +29,6 @@ sink_gaps AS (
     JOIN sinks s ON s.topic = r.topic
     LEFT JOIN selected c ON c.sink = s.sink AND c.topic = r.topic AND c."partition" = r."partition"
 ),
-hull AS (
-    SELECT topic, "partition", range_merge(range_agg(covered)) AS hull
-    FROM selected
-    GROUP BY topic, "partition"
-),
 extents AS (
     -- the source's acked extents of the selected partitions ($5, a JSON
     -- array of {"topic","partition","start","end"}, start optional)
@@ -45,18 +40,20 @@ extents AS (
       AND (p."partition" IS NULL OR e."partition" = p."partition")
 ),
 spans AS (
-    -- where the reference's holes are looked for: the hull, united with
-    -- the partition's acked extent (raw held every batch of both)
-    SELECT topic, "partition", range_agg(r) AS span
-    FROM (SELECT topic, "partition", hull AS r FROM hull
+    -- where the reference's holes are looked for: the hull of every
+    -- destination's rows (a sink is written only once raw is durable) and
+    -- of the partition's acked extent (the source is acked only once raw
+    -- is durable): raw held every batch between
+    SELECT topic, "partition", range_merge(range_agg(r)) AS span
+    FROM (SELECT topic, "partition", covered AS r FROM selected
           UNION ALL
-          SELECT topic, "partition", extent FROM extents) x
+          SELECT topic, "partition", multirange(extent) FROM extents) x
     GROUP BY topic, "partition"
 ),
 reference_gaps AS (
     -- the reference has rows, or the table has none (only extents): else
     -- it is misspelt, and its holes would be every partition
-    SELECT p.reference AS sink, s.topic, s."partition", s.span - coalesce(r.covered, '{}'::int8multirange) AS missing
+    SELECT p.reference AS sink, s.topic, s."partition", multirange(s.span) - coalesce(r.covered, '{}'::int8multirange) AS missing
     FROM spans s
     CROSS JOIN params p
     LEFT JOIN selected r ON r.sink = p.reference AND r.topic = s.topic AND r."partition" = s."partition"
