@@ -118,11 +118,15 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	// A destination's coverage is the union of its rows (see Fold).
 	merged := "(SELECT sink, topic, \"partition\", range_agg(covered) AS covered, max(last_write) AS last_write FROM " +
 		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
-	parts, err := sqlFiles.ReadFile("sql/parts/gap_ctes.sql")
-	if err != nil {
-		return "", fmt.Errorf("postgres: the shared gap CTEs are not embedded: %w", err)
+	// The shared CTEs, in this order: gap_ctes holds {{acked_extents}}.
+	text := string(b)
+	for _, part := range []string{"gap_ctes", "acked_extents"} {
+		cte, err := sqlFiles.ReadFile("sql/parts/" + part + ".sql")
+		if err != nil {
+			return "", fmt.Errorf("postgres: the shared CTEs %s are not embedded: %w", part, err)
+		}
+		text = strings.ReplaceAll(text, "{{"+part+"}}", strings.TrimSpace(stripComments(string(cte))))
 	}
-	text := strings.ReplaceAll(string(b), "{{gap_ctes}}", strings.TrimSpace(stripComments(string(parts))))
 	text = strings.ReplaceAll(text, "{{coverage}}", merged)
 	if p == nil {
 		return text, nil

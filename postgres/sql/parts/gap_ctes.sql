@@ -29,16 +29,7 @@ sink_gaps AS (
     JOIN sinks s ON s.topic = r.topic
     LEFT JOIN selected c ON c.sink = s.sink AND c.topic = r.topic AND c."partition" = r."partition"
 ),
-extents AS (
-    -- the source's acked extents of the selected partitions ($5, a JSON
-    -- array of {"topic","partition","start","end"}, start optional)
-    SELECT e.topic, e."partition", int8range(coalesce(e."start", 0), e."end") AS extent
-    FROM params p
-    CROSS JOIN LATERAL jsonb_to_recordset(CAST(p.acked_extents AS jsonb)) AS e(topic text, "partition" integer, "start" bigint, "end" bigint)
-    WHERE coalesce(e."start", 0) < e."end"
-      AND (p.topic IS NULL OR e.topic = p.topic)
-      AND (p."partition" IS NULL OR e."partition" = p."partition")
-),
+{{acked_extents}},
 spans AS (
     -- where the reference's holes are looked for: the hull of every
     -- destination's rows (a sink is written only once raw is durable) and
