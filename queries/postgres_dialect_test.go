@@ -49,7 +49,7 @@ func TestPostgresFormsAgree(t *testing.T) {
 			if q > 0 {
 				p = randomParams(r)
 			}
-			pp := postgres.QueryParams{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition}
+			pp := pgParams(p)
 			where := fmt.Sprintf("round %d, params %+v", round, p)
 			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
 				want, err := duck.Run(ctx, name, p)
