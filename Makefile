@@ -58,10 +58,13 @@ simulate:
 	$(GO) test ./internal/sim -run '^TestSimulation$$' -simtime $(SIMTIME) -timeout 0 -count=1 -v
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
+# FuzzQueryTextAgrees runs the printed SQL in the PostgreSQL of
+# test-integration, and through psql.
 fuzz:
 	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./local -run '^$$' -fuzz '^FuzzKeyEncoding$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./sidecar -run '^$$' -fuzz '^FuzzDecodeFastAgrees$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./postgres -run '^$$' -fuzz '^FuzzQueryTextAgrees$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

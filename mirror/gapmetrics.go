@@ -221,8 +221,8 @@ func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string
 			out[name] = s
 			continue
 		}
-		other.Gaps = addSaturating(other.Gaps, s.Gaps)
-		other.MissingBatches = addSaturating(other.MissingBatches, s.MissingBatches)
+		other.Gaps = AddSaturating(other.Gaps, s.Gaps)
+		other.MissingBatches = AddSaturating(other.MissingBatches, s.MissingBatches)
 		if !s.OldestSince.IsZero() && (other.OldestSince.IsZero() || s.OldestSince.Before(other.OldestSince)) {
 			other.OldestSince = s.OldestSince
 		}

@@ -59,7 +59,7 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 		seen[key] = since
 		s := out[task.Destination.Sink]
 		s.Gaps++
-		s.MissingBatches = addSaturating(s.MissingBatches, task.Range.Len())
+		s.MissingBatches = AddSaturating(s.MissingBatches, task.Range.Len())
 		if s.OldestSince.IsZero() || since.Before(s.OldestSince) {
 			s.OldestSince = since
 		}
@@ -103,7 +103,10 @@ func evidence(rows []row, task Task, reference string, now time.Time) time.Time 
 	return since
 }
 
-func addSaturating(a, b uint64) uint64 {
+// AddSaturating is a+b, or math.MaxUint64 where the sum would wrap: a
+// count of missing batches that wrapped would show a huge loss as a small
+// one.
+func AddSaturating(a, b uint64) uint64 {
 	if a > math.MaxUint64-b {
 		return math.MaxUint64
 	}

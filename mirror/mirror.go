@@ -229,7 +229,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
 		sum.Checkpoints++
-		sum.Batches = addSaturating(sum.Batches, cp.Batches())
+		sum.Batches = AddSaturating(sum.Batches, cp.Batches())
 		for _, dr := range cp.Ranges {
 			dests[dr.Destination] = struct{}{}
 		}

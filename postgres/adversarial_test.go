@@ -305,12 +305,13 @@ func TestAdversarialQueriesUnfolded(t *testing.T) {
 	run := func() map[string]*QueryResult {
 		out := map[string]*QueryResult{}
 		for _, name := range QueryNames() {
-			for _, p := range []QueryParams{{}, {Sink: "wh"}, {Topic: "t", Partition: new(int32)}} {
+			acked := []coverage.Extent{{Topic: "t", Partition: 0, End: 70}, {Topic: "t", Partition: 1, Start: 140, End: 150}, {Topic: "t", Partition: 2, Start: 5, End: 9}}
+			for _, p := range []QueryParams{{}, {Sink: "wh"}, {Topic: "t", Partition: new(int32)}, {Extents: acked}} {
 				res, err := tier.Query(ctx, name, p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				out[fmt.Sprintf("%s %+v", name, p.Sink)+fmt.Sprint(p.Partition != nil)] = res
+				out[fmt.Sprintf("%s %+v", name, p.Sink)+fmt.Sprint(p.Partition != nil, len(p.Extents))] = res
 			}
 		}
 		return out

@@ -32,8 +32,15 @@
 // insert runs in the caller's transaction, so a sink's rows and their
 // coverage commit or roll back together.
 //
+// QueryText's printed form of a query writes each parameter in once, as a
+// literal no value can end (the placeholders are found in one pass over
+// the query's own text, never in what was inserted), so a hostile sink or
+// topic name is a filter, never SQL.
+//
 // Open creates the schema and the missing tables (under an advisory lock,
 // so several processes may open at once), and refuses a table of another
 // shape with ErrSchemaMismatch: a table it did not create is never
-// altered.
+// altered. A name column whose collation is not deterministic is another
+// shape: it would compare distinct names equal, one destination's
+// coverage counting as another's.
 package postgres

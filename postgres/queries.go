@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -40,16 +40,22 @@ func QueryNames() []string {
 
 // QueryParams are a query's parameters. Zero values: Reference is
 // coverage.RawSink; an empty Sink or Topic and a nil Partition match
-// everything.
+// everything; no Extents are known.
 type QueryParams struct {
 	Reference string
 	Sink      string
 	Topic     string
 	Partition *int32
+	// Extents are the source's acked extents, at most one per (topic,
+	// partition) (coverage.ValidateExtents): the reference's holes are
+	// looked for over each as well. They are passed as one parameter, $5,
+	// the JSON text coverage.ParseExtents reads.
+	Extents []coverage.Extent
 }
 
-// args are the four positional parameters every query declares, in order.
-func (p QueryParams) args() []any {
+// args are the five positional parameters every query declares, in order.
+// Invalid extents are an error wrapping coverage.ErrInvalidExtent.
+func (p QueryParams) args() ([]any, error) {
 	ref := p.Reference
 	if ref == "" {
 		ref = coverage.RawSink
@@ -64,16 +70,46 @@ func (p QueryParams) args() []any {
 	if p.Partition != nil {
 		part = *p.Partition
 	}
-	return []any{ref, orNull(p.Sink), orNull(p.Topic), part}
+	extents, err := extentsJSON(p.Extents)
+	if err != nil {
+		return nil, err
+	}
+	return []any{ref, orNull(p.Sink), orNull(p.Topic), part, extents}, nil
+}
+
+// extentsJSON is es, validated, as the JSON array the queries expand with
+// jsonb_to_recordset ("[]" for none).
+func extentsJSON(es []coverage.Extent) (string, error) {
+	es, err := coverage.ValidateExtents(es)
+	if err != nil {
+		return "", fmt.Errorf("postgres: the source's acked extents: %w", err)
+	}
+	if len(es) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(es)
+	if err != nil {
+		return "", fmt.Errorf("postgres: the source's acked extents: %w", err)
+	}
+	return string(b), nil
 }
 
 // QueryText is the named query's SQL over the coverage table in schema.
-// With p set, its parameters are written in as literals, ready for psql;
-// without, they stay $1 (reference), $2 (sink), $3 (topic) and $4
-// (partition).
+// With p set, its parameters are written in as literals, ready for psql
+// (whatever the names hold: see bindLiterals; a name PostgreSQL text
+// cannot hold is ErrUnprintable); without, they stay $1 (reference), $2
+// (sink), $3 (topic), $4 (partition) and $5 (the source's acked extents
+// as JSON text: [{"topic","partition","start","end"}], '[]' for none).
 func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if err := ValidateSchema(schema); err != nil {
 		return "", err
+	}
+	var args []any
+	if p != nil {
+		var err error
+		if args, err = p.args(); err != nil {
+			return "", err
+		}
 	}
 	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 	if err != nil {
@@ -82,26 +118,20 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	// A destination's coverage is the union of its rows (see Fold).
 	merged := "(SELECT sink, topic, \"partition\", range_agg(covered) AS covered, max(last_write) AS last_write FROM " +
 		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
-	parts, err := sqlFiles.ReadFile("sql/parts/gap_ctes.sql")
-	if err != nil {
-		return "", fmt.Errorf("postgres: the shared gap CTEs are not embedded: %w", err)
+	// The shared CTEs, in this order: gap_ctes holds {{acked_extents}}.
+	text := string(b)
+	for _, part := range []string{"gap_ctes", "acked_extents"} {
+		cte, err := sqlFiles.ReadFile("sql/parts/" + part + ".sql")
+		if err != nil {
+			return "", fmt.Errorf("postgres: the shared CTEs %s are not embedded: %w", part, err)
+		}
+		text = strings.ReplaceAll(text, "{{"+part+"}}", strings.TrimSpace(stripComments(string(cte))))
 	}
-	text := strings.ReplaceAll(string(b), "{{gap_ctes}}", strings.TrimSpace(stripComments(string(parts))))
 	text = strings.ReplaceAll(text, "{{coverage}}", merged)
 	if p == nil {
 		return text, nil
 	}
-	for i, v := range p.args() {
-		lit := "NULL"
-		switch v := v.(type) {
-		case string:
-			lit = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-		case int32:
-			lit = strconv.FormatInt(int64(v), 10)
-		}
-		text = strings.ReplaceAll(text, "CAST($"+strconv.Itoa(i+1)+" AS", "CAST("+lit+" AS")
-	}
-	return text, nil
+	return bindLiterals(text, args)
 }
 
 // QueryResult is a query's columns and rows, as pgx decodes them.
@@ -116,10 +146,14 @@ func (t *Tier) Query(ctx context.Context, name string, p QueryParams) (*QueryRes
 	if err != nil {
 		return nil, err
 	}
+	args, err := p.args()
+	if err != nil {
+		return nil, err
+	}
 	var res *QueryResult
 	err = t.read(ctx, func(tx pgx.Tx) error {
 		res = &QueryResult{}
-		rows, err := tx.Query(ctx, text, p.args()...)
+		rows, err := tx.Query(ctx, text, args...)
 		if err != nil {
 			return err
 		}

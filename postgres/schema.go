@@ -148,38 +148,47 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 		names[i] = t.name
 	}
 	type found struct {
-		kind     string
-		columns  map[string]column
-		notNull  map[string]bool
-		key      []string
-		unique   []string // unique indexes and exclusion constraints but the key
+		kind    string
+		columns map[string]column
+		notNull map[string]bool
+		key     []string
+		unique  []string // unique indexes and exclusion constraints but the key
+		// folding are the columns whose collation is not deterministic,
+		// with that collation's name.
+		folding  map[string]string
 		children []string // tables inheriting from it
 	}
 	got := map[string]*found{}
 	rows, err := q.Query(ctx, `
-		SELECT c.relname, c.relkind::text, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		SELECT c.relname, c.relkind::text, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+		       CASE WHEN NOT coll.collisdeterministic THEN format('%I.%I', cn.nspname, coll.collname) END
 		FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace
 		LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		LEFT JOIN pg_collation coll ON coll.oid = a.attcollation
+		LEFT JOIN pg_namespace cn ON cn.oid = coll.collnamespace
 		WHERE n.nspname = $1 AND c.relname = ANY($2)`, schema, names)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read the shape of schema %q: %w", schema, err)
 	}
 	for rows.Next() {
 		var rel, kind string
-		var col, typ *string
+		var col, typ, folding *string
 		var notNull *bool
-		if err := rows.Scan(&rel, &kind, &col, &typ, &notNull); err != nil {
+		if err := rows.Scan(&rel, &kind, &col, &typ, &notNull, &folding); err != nil {
 			return nil, fmt.Errorf("postgres: read the shape of schema %q: %w", schema, err)
 		}
 		f := got[rel]
 		if f == nil {
-			f = &found{kind: kind, columns: map[string]column{}, notNull: map[string]bool{}}
+			f = &found{kind: kind, columns: map[string]column{}, notNull: map[string]bool{}, folding: map[string]string{}}
 			got[rel] = f
 		}
 		if col != nil {
 			f.columns[*col] = column{*col, *typ}
 			f.notNull[*col] = *notNull
+			if folding != nil {
+				f.folding[*col] = *folding
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -286,6 +295,13 @@ func checkShape(ctx context.Context, q querier, schema string) (missing []string
 				diffs = append(diffs, fmt.Sprintf("%s.%s is %s, want %s", t.name, c.name, g.typ, c.typ))
 			case !f.notNull[c.name]:
 				diffs = append(diffs, fmt.Sprintf("%s.%s is nullable, want NOT NULL", t.name, c.name))
+			case f.folding[c.name] != "":
+				// format_type does not show a collation. One that is not
+				// deterministic compares names equal that are not (lake
+				// and LAKE, under a case-insensitive one): one sink's
+				// coverage would count as another's, a lead.
+				diffs = append(diffs, fmt.Sprintf("%s.%s has collation %s, which is not deterministic (it can compare distinct names equal, counting one's coverage as another's): give the column a deterministic collation (ALTER TABLE %s.%s ALTER COLUMN %s TYPE %s COLLATE \"C\") or let Open create the tables in a new schema",
+					t.name, c.name, f.folding[c.name], pgx.Identifier{schema}.Sanitize(), t.name, c.name, c.typ))
 			}
 		}
 		var extra []string

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +113,49 @@ func TestCorruptCoverageRefused(t *testing.T) {
 		if _, err := tier.Coverage(ctx, durable.Filter{}); !errors.Is(err, coverage.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", bad, err)
 		}
+	}
+}
+
+// TestNondeterministicCollationRefused: a name column created beforehand
+// with a collation that is not deterministic (case-insensitive ICU) is
+// refused, named, with what to do: under it lake [0,10) and LAKE
+// [100,110) would read as lake covering both, a lead. The test server
+// must support ICU; without it the test fails.
+func TestNondeterministicCollationRefused(t *testing.T) {
+	for _, col := range []struct{ table, column, ddl string }{
+		{"coverage", "sink", `CREATE TABLE %s.coverage (sink text COLLATE %[1]s.ci NOT NULL, topic text NOT NULL, partition int4 NOT NULL,
+			covered int8multirange NOT NULL, last_writer text NOT NULL, last_write timestamptz NOT NULL)`},
+		{"coverage", "topic", `CREATE TABLE %s.coverage (sink text NOT NULL, topic text COLLATE %[1]s.ci NOT NULL, partition int4 NOT NULL,
+			covered int8multirange NOT NULL, last_writer text NOT NULL, last_write timestamptz NOT NULL)`},
+		{"checkpoints", "writer", `CREATE TABLE %s.checkpoints (writer text COLLATE %[1]s.ci NOT NULL, name text NOT NULL, digest text NOT NULL,
+			sinks text[] NOT NULL, ranges int8 NOT NULL, committed_at timestamptz NOT NULL, PRIMARY KEY (writer, name))`},
+		{"positions", "source", `CREATE TABLE %s.positions (source text COLLATE %[1]s.ci NOT NULL, partition int4 NOT NULL, batch int8 NOT NULL,
+			cursor bytea NOT NULL, saved_at timestamptz NOT NULL, PRIMARY KEY (source, partition, batch, cursor))`},
+	} {
+		t.Run(col.table+"."+col.column, func(t *testing.T) {
+			schema := freshSchema(t)
+			q := pgx.Identifier{schema}.Sanitize()
+			exec(t, "CREATE SCHEMA "+q)
+			if _, err := adminPool(t).Exec(ctx, "CREATE COLLATION "+q+".ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)"); err != nil {
+				t.Fatalf("the test server cannot create an ICU collation (%v): it must be built with ICU (--with-icu) for this test", err)
+			}
+			exec(t, fmt.Sprintf(col.ddl, q))
+			tier, err := Open(ctx, Options{URL: catalogtest.PostgresURL(), Schema: schema})
+			if err == nil {
+				defer tier.Close()
+				if col.column != "sink" {
+					t.Fatalf("Open accepted %s.%s with a case-insensitive collation", col.table, col.column)
+				}
+				lake := coverage.Destination{Sink: "lake", Topic: "t"}
+				LAKE := coverage.Destination{Sink: "LAKE", Topic: "t"}
+				_ = tier.Append(ctx, durable.Checkpoint{Writer: "w", Name: "1", Ranges: append(oneRange(lake, 0, 10), oneRange(LAKE, 100, 110)...)})
+				res, _ := tier.Query(ctx, "coverage", QueryParams{Sink: "lake"})
+				t.Fatalf("Open accepted coverage.sink with a case-insensitive collation; lake's coverage now: %v", res.Rows)
+			}
+			want := col.table + "." + col.column + " has collation " + schema + ".ci, which is not deterministic"
+			if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `COLLATE "C"`) {
+				t.Fatalf("open: %v, want ErrSchemaMismatch naming %q and what to do", err, want)
+			}
+		})
 	}
 }

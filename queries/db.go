@@ -37,6 +37,9 @@ type DB struct {
 	snapshot int64
 	binding  Binding
 	tier     string // the durable tier's name, when OpenTier bound it
+	// extents are what acked_extents holds, when extentsBound.
+	extents      []coverage.Extent
+	extentsBound bool
 }
 
 // Options configures Open. The zero value is the default.
@@ -121,6 +124,10 @@ func (q *DB) bind(ctx context.Context, tbl *table.Table, tasks []table.FileScanT
 	} else if want == ReadParquet && !local {
 		return fmt.Errorf("read_parquet needs a local warehouse; the data files are at %s", tasks[0].File.FilePath())
 	}
+	if _, err := q.conn.ExecContext(ctx, extentsDDL); err != nil {
+		return err
+	}
+	q.extentsBound = true // empty, as no extents are
 	switch {
 	case len(tasks) == 0:
 		q.binding = cmp.Or(want, ReadParquet)

@@ -3,11 +3,12 @@
 // current snapshot, without DuckDB's iceberg extension.
 //
 // Each query is a SQL file over a relation named coverage with the table's
-// columns (files also reads coverage_files and coverage_snapshots), so the
-// same text runs on any engine once that relation is bound to the Iceberg
-// table: see the README. Parameters ($sink, $topic, $partition,
-// $reference, $small_file_bytes) are bound by the engine, never pasted into
-// the text.
+// columns (files also reads coverage_files and coverage_snapshots; gaps,
+// summary and lag read acked_extents, the source's acked extents, which
+// Params.Extents fills for each run), so the same text runs on any engine
+// once those relations are bound: see the README. Parameters ($sink,
+// $topic, $partition, $reference, $small_file_bytes) are bound by the
+// engine, never pasted into the text.
 //
 // Binding: when the warehouse is a local path, the snapshot's data files,
 // resolved with iceberg-go, are handed to read_parquet; otherwise (an object
@@ -29,11 +30,17 @@
 // some row covers. Gaps are measured against the reference's coverage, so a
 // hole in the reference would hide every sink's gap behind it: the gaps and
 // summary queries report the reference's own holes as gaps of the
-// reference, exactly as mirror.Plan does: from the lowest to the highest
-// batch any destination of the partition covers, since a sink is written
-// only once raw is durable (a partition only sinks have rows of is one
-// whole hole, unless the reference has no rows at all: a misspelt
-// reference is not turned into holes everywhere). Filters never shrink the set of sinks measured: a sink of the topic
-// that never wrote the selected partition lacks all of it. Batch totals are
-// DECIMAL(38,0): sums of ranges near 2^63 do not overflow.
+// reference, as mirror.Plan does: over the hull of every batch any
+// destination of the partition covers, since a sink is written only once
+// raw is durable, and of the partition's acked extent where one is given,
+// since the source is acked only once raw is durable; raw held every batch
+// between, so an extent apart from the rows makes the stretch between a
+// hole too (a partition only sinks have rows of, or only an extent, is one
+// whole hole, unless the reference has no rows in a table that has some: a
+// misspelt reference is not turned into holes everywhere). An extent only
+// widens where holes are looked for, never hides one; sinks stay measured
+// against the reference's rows. Lag lists the reference by its holes past
+// its last covered batch. Filters never shrink the set of sinks measured: a sink of the
+// topic that never wrote the selected partition lacks all of it. Batch
+// totals are DECIMAL(38,0): sums of ranges near 2^63 do not overflow.
 package queries

@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -51,7 +49,7 @@ func TestPostgresFormsAgree(t *testing.T) {
 			if q > 0 {
 				p = randomParams(r)
 			}
-			pp := postgres.QueryParams{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition}
+			pp := pgParams(p)
 			where := fmt.Sprintf("round %d, params %+v", round, p)
 			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
 				want, err := duck.Run(ctx, name, p)
@@ -76,7 +74,7 @@ func TestPostgresFormsAgree(t *testing.T) {
 				if !reflect.DeepEqual(got.Columns, want.Columns) {
 					t.Fatalf("%s: %s columns %v, DuckDB's %v", where, name, got.Columns, want.Columns)
 				}
-				if g, w := cellText(got.Rows), cellText(want.Rows); !reflect.DeepEqual(g, w) {
+				if g, w := catalogtest.CellText(got.Rows), catalogtest.CellText(want.Rows); !reflect.DeepEqual(g, w) {
 					t.Fatalf("%s: %s differs:\npostgres %v\nduckdb   %v", where, name, g, w)
 				}
 				text, err := postgres.QueryText(name, schema, &pp)
@@ -91,8 +89,8 @@ func TestPostgresFormsAgree(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %s as printed for psql: %v", where, name, err)
 				}
-				if g := cellText(printed); !reflect.DeepEqual(g, cellText(want.Rows)) {
-					t.Fatalf("%s: %s as printed for psql differs:\npsql   %v\nduckdb %v", where, name, g, cellText(want.Rows))
+				if g := catalogtest.CellText(printed); !reflect.DeepEqual(g, catalogtest.CellText(want.Rows)) {
+					t.Fatalf("%s: %s as printed for psql differs:\npsql   %v\nduckdb %v", where, name, g, catalogtest.CellText(want.Rows))
 				}
 			}
 		}
@@ -105,30 +103,4 @@ func TestPostgresFormsAgree(t *testing.T) {
 	if _, err := postgres.QueryText("files", "covmirror", nil); !errors.Is(err, postgres.ErrNoPostgresForm) {
 		t.Fatalf("files in PostgreSQL: %v, want ErrNoPostgresForm", err)
 	}
-}
-
-// cellText writes every cell as text, so that each engine's types (DuckDB's
-// decimals, pgx's numerics, times in any zone) compare by value.
-func cellText(rows [][]any) [][]string {
-	out := make([][]string, len(rows))
-	for i, row := range rows {
-		for _, v := range row {
-			var s string
-			switch v := v.(type) {
-			case nil:
-				s = "NULL"
-			case time.Time:
-				s = v.UTC().Format(time.RFC3339Nano)
-			case pgtype.Numeric:
-				f, _ := v.Value()
-				s = fmt.Sprint(f)
-			case fmt.Stringer:
-				s = v.String()
-			default:
-				s = fmt.Sprint(v)
-			}
-			out[i] = append(out[i], s)
-		}
-	}
-	return out
 }

@@ -44,14 +44,20 @@ func Text(name string) (string, error) {
 }
 
 // Params are a query's parameters. Zero values: Reference is
-// coverage.RawSink, SmallFileBytes is DefaultSmallFileBytes, and an empty
-// Sink or Topic or a nil Partition matches everything.
+// coverage.RawSink, SmallFileBytes is DefaultSmallFileBytes, an empty Sink
+// or Topic or a nil Partition matches everything, and no Extents are known.
 type Params struct {
 	Reference      string
 	Sink           string
 	Topic          string
 	Partition      *int32
 	SmallFileBytes int64
+	// Extents are the source's acked extents, at most one per (topic,
+	// partition) (coverage.ValidateExtents): the reference's holes are
+	// looked for over each as well, so a lost first or last stretch of a
+	// partition is a hole of the reference. They are bound as the
+	// acked_extents relation, not as a $name parameter.
+	Extents []coverage.Extent
 }
 
 // values maps each parameter name to its bound value; nil binds NULL.

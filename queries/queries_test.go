@@ -155,28 +155,15 @@ func (m model) hulls() map[coverage.Destination]coverage.Range {
 
 // gapRows: for every reference destination and every other sink with rows
 // of that topic, the reference's ranges the sink lacks; and the reference's
-// own holes, under its name, over the lowest to the highest batch any
-// destination of the partition covers (a sink is written only once raw is
-// durable), a partition it has no rows of included, unless it has no rows
-// at all (a misspelt reference).
+// own holes, under its name, over its span (referenceSpans: the hull of
+// every destination's rows of the partition and its acked extent), a
+// partition it has no rows of included, unless it has no rows at all in a
+// table that has some (a misspelt reference).
 func (m model) gapRows(p Params) []row {
 	ref := cmpOr(p.Reference, coverage.RawSink)
 	sinksOf := m.sinksOf(p)
-	refKnown := false
-	for d := range m {
-		refKnown = refKnown || d.Sink == ref
-	}
 	var out []row
-	for tp, hull := range m.hulls() {
-		if !refKnown || (p.Sink != "" && p.Sink != ref) || (p.Topic != "" && tp.Topic != p.Topic) || (p.Partition != nil && tp.Partition != *p.Partition) {
-			continue
-		}
-		span, _ := coverage.NewRangeSet(hull)
-		refSet := m[tp.WithSink(ref)]
-		if refSet == nil {
-			refSet = new(coverage.RangeSet)
-		}
-		holes := coverage.Gaps(&span, refSet)
+	for tp, holes := range m.referenceHoles(p) {
 		for rg := range holes.All() {
 			out = append(out, row{ref, tp.Topic, tp.Partition, int64(rg.Start), int64(rg.End)})
 		}
@@ -253,6 +240,9 @@ func randomParams(r *rand.Rand) Params {
 	if r.IntN(4) == 0 {
 		p.Reference = "lake"
 	}
+	if r.IntN(2) == 0 {
+		p.Extents = randomExtents(r)
+	}
 	return p
 }
 
@@ -324,6 +314,7 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 					t.Fatalf("%s: the gaps fetched grouped\n%v\ndiffer from the query's rows\n%v", where, res, plain)
 				}
 				checkSummary(t, db, m, p, gaps, where)
+				checkLag(t, db, m, p, where)
 			}
 			_ = db.Close()
 		}

@@ -132,8 +132,11 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name
-// parameters it uses.
+// parameters it uses, and p.Extents as the acked_extents relation.
 func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error) {
+	if err := q.bindExtents(ctx, text, p.Extents); err != nil {
+		return nil, err
+	}
 	values := p.values()
 	var args []any
 	for _, name := range parameters(text) {

@@ -33,7 +33,7 @@ func TestBodyReadFailures(t *testing.T) {
 			err  error
 			rule string
 		}{{timeout, "timeout"}, {reset, "body-read"}} {
-			req := httptest.NewRequest(c.method, c.path, io.MultiReader(strings.NewReader(c.prefix), failingReader{fail.err}))
+			req := apiRequest(c.method, c.path, io.MultiReader(strings.NewReader(c.prefix), failingReader{fail.err}))
 			if c.ct != "" {
 				req.Header.Set("Content-Type", c.ct)
 			}

@@ -29,7 +29,7 @@ func TestBodyFailuresOverTheWire(t *testing.T) {
 	defer func() { _ = p.srv.Shutdown(ctx) }()
 	entry := `{"sink":"lake","topic":"orders","partition":0,"start":0,"end":10}`
 	head := func(extra string) string {
-		return "POST /v1/records HTTP/1.1\r\nHost: covmirror\r\nContent-Type: application/json\r\n" + extra + "\r\n"
+		return "POST /v1/records HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra + "\r\n"
 	}
 	for _, c := range []struct {
 		name string

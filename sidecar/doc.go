@@ -29,10 +29,27 @@
 // record entry is at fault). Options.Extra mounts more routes; Collector
 // counts requests, records and rejects by route.
 //
+// Everything served over TCP, Extra included, is behind one guard
+// (guard.go): a Host that is not localhost, an IP literal or one of
+// Options.AllowedHosts is 421 (DNS rebinding), a foreign Origin or a
+// cross-site Sec-Fetch-Site is 403, a missing or wrong bearer token (with
+// Options.Token) is 401, and a write whose Content-Type is not
+// application/json or application/x-ndjson is 415: what a browser's page
+// of another origin can send without a CORS preflight never reaches a
+// route. The Unix socket, mode 0600, is not guarded.
+//
 // # The invariant it owns
 //
 // Coverage and source positions may lag, never lead:
 //
+//   - Only a program of the pod may write coverage, positions or
+//     checkpoints: one that holds the socket (the serving user), or that
+//     reaches the TCP listener by a name of this server and, when
+//     Options.Token is set, carries the token. A web page opened in a
+//     browser on the pod's host cannot: the guard refuses its requests
+//     before any route reads them, so nothing is recorded, buffered or
+//     checkpointed, and nothing is read, on a page's say-so. A listener
+//     other hosts can reach needs the token (ListenTCP).
 //   - A record is made only because the caller says the sink durably
 //     acknowledged the batches: call POST /v1/records only after the sink's
 //     durable ack, never before or in anticipation of it. The API cannot

@@ -14,14 +14,15 @@ import (
 )
 
 // ErrNotLoopback: ListenTCP was given an address other hosts can reach
-// without allowing it.
+// for an API without a token.
 var ErrNotLoopback = errors.New("sidecar: address is not loopback")
 
-// ListenTCP listens on addr. The record API has no authentication, so an
-// address reachable from other hosts (not loopback, or a wildcard such as
-// :9464 or 0.0.0.0) is refused with ErrNotLoopback unless allowNonLoopback
-// says the operator asked for it explicitly; then it is logged as a warning.
-func ListenTCP(addr string, allowNonLoopback bool, logger *slog.Logger) (net.Listener, error) {
+// ListenTCP listens on addr. An address reachable from other hosts (not
+// loopback, or a wildcard such as :9464 or 0.0.0.0) is refused with
+// ErrNotLoopback unless authenticated says the Server has an
+// Options.Token: without one, anyone who reaches the address could record
+// coverage.
+func ListenTCP(addr string, authenticated bool, logger *slog.Logger) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: listen on %s: %w", addr, err)
@@ -30,12 +31,12 @@ func ListenTCP(addr string, allowNonLoopback bool, logger *slog.Logger) (net.Lis
 	if tcp != nil && tcp.IP.IsLoopback() {
 		return ln, nil
 	}
-	if !allowNonLoopback {
+	if !authenticated {
 		_ = ln.Close()
-		return nil, fmt.Errorf("%w: %s (bound to %s) is reachable from other hosts and the record API has no authentication: listen on 127.0.0.1, or give the address explicitly to accept that", ErrNotLoopback, addr, ln.Addr())
+		return nil, fmt.Errorf("%w: %s (bound to %s) is reachable from other hosts and the record API would have no token: give --token-file (every request then needs it), or listen on 127.0.0.1", ErrNotLoopback, addr, ln.Addr())
 	}
 	if logger != nil {
-		logger.Warn("the record API listens on an address other hosts can reach; it has no authentication: anyone who reaches it can record coverage", "addr", ln.Addr().String())
+		logger.Info("the record API listens on an address other hosts can reach; every request needs the bearer token", "addr", ln.Addr().String())
 	}
 	return ln, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -62,9 +63,29 @@ type Options struct {
 	// conflicting with the sidecar's own routes makes New fail. Zero value:
 	// none.
 	Extra map[string]http.Handler
+	// Token, when set, is the bearer token every request over TCP must
+	// carry as "Authorization: Bearer TOKEN" (compared in constant time),
+	// but the GET and HEAD of PublicPaths; at least MinTokenLength visible
+	// ASCII characters (ReadTokenFile reads one). Never logged. Zero value:
+	// none, and then only a loopback listener is safe (ListenTCP).
+	Token string
+	// AllowedHosts are the names, besides localhost and IP literals, that
+	// a request's Host header may give over TCP (a Service's DNS name, the
+	// --addr host): any other is refused with 421, so that a page whose
+	// name an attacker rebinds to this address cannot reach it. Zero
+	// value: none.
+	AllowedHosts []string
+	// PublicPaths are exact URL paths whose GET and HEAD need no Token:
+	// pages that hold no data and ask for the token themselves (serve: "/",
+	// the coverage map's shell). Host and Origin are checked on them as
+	// everywhere. Zero value: none.
+	PublicPaths []string
 	// Logger receives request failures and shutdown. Zero value: discard.
 	Logger *slog.Logger
 }
+
+// MinTokenLength is the shortest Options.Token accepted.
+const MinTokenLength = 16
 
 // DefaultMaxBodyBytes is Options.MaxBodyBytes' zero value: 8 MiB.
 const DefaultMaxBodyBytes = 8 << 20
@@ -108,6 +129,14 @@ func (o *Options) Validate() error {
 		return errors.New("sidecar: Options.Durable is nil: open the durable tier (iceberg.Open, object.Open)")
 	case o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.ReadHeaderTimeout < 0 || o.IdleTimeout < 0:
 		return errors.New("sidecar: Options.MaxBodyBytes and the timeouts must not be negative")
+	}
+	if err := checkToken(o.Token); o.Token != "" && err != nil {
+		return fmt.Errorf("sidecar: Options.Token: %w", err)
+	}
+	for _, h := range o.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, ":/[] ") {
+			return fmt.Errorf("sidecar: Options.AllowedHosts: %q is not a host name (give the name alone, without port or scheme)", h)
+		}
 	}
 	if _, err := coverage.SourceRegimes(o.Sources); err != nil {
 		return fmt.Errorf("sidecar: Options.Sources: %w", err)

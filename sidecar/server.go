@@ -33,13 +33,16 @@ func New(opts Options) (*Server, error) {
 	}
 	regimes, _ := coverage.SourceRegimes(opts.Sources) // validated
 	s := &Server{opts: opts, regimes: regimes, counters: newCounters()}
-	h, err := s.routes()
+	mux, err := s.routes()
 	if err != nil {
 		return nil, err
 	}
+	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint,
+		"/v1/gaps": routeGaps, "/v1/coverage": routeCoverage, "/": routeUnknown})
 	s.handler = h
 	s.http = &http.Server{
 		Handler:           h,
+		ConnContext:       connContext,
 		ReadTimeout:       opts.ReadTimeout,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		WriteTimeout:      opts.WriteTimeout,
@@ -49,7 +52,8 @@ func New(opts Options) (*Server, error) {
 }
 
 // Handler is the API: the sidecar's routes, Options.Extra, and a JSON 404
-// for anything else.
+// for anything else, all behind the guard (guard.go). A request served
+// through Handler rather than Serve is held to the TCP rules.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Route names, as the metrics label them.
@@ -69,7 +73,7 @@ const (
 // routes builds the mux. Routes are registered without a method and check
 // it themselves, so that a wrong method is a JSON 405 rather than the mux's
 // plain-text one.
-func (s *Server) routes() (h http.Handler, err error) {
+func (s *Server) routes() (h *http.ServeMux, err error) {
 	mux := http.NewServeMux()
 	// ServeMux panics on a conflicting pattern; a bad Extra is an error.
 	defer func() {
@@ -165,7 +169,8 @@ type apiError struct {
 	// invalid-utf8, body-too-large, timeout and body-read (408: the body
 	// timed out or broke off), query, content-type, shutting-down, local-tier, broker-managed,
 	// unknown-source, invalid-position, no-reference, durable-tier,
-	// invalid-extent, too-many-extents.
+	// invalid-extent, too-many-extents, and the guard's host (421), origin
+	// (403) and token (401).
 	Rule string `json:"rule,omitempty"`
 	// Recorded, on a record request that failed midway, is how many
 	// entries (from the first) are recorded: the caller must retry the

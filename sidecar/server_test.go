@@ -80,16 +80,34 @@ func newPod(t testing.TB, tweak func(*Options)) *pod {
 
 type promMetric = prometheus.Metric
 
+// apiRequest is a request to the API as a program on the pod sends it:
+// Host localhost, and Content-Type application/json on a write.
+func apiRequest(method, path string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, path, body)
+	req.Host = "localhost:9464"
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
 type answer struct {
 	code int
 	body map[string]any
 	raw  string
 }
 
+// do sends a request as a program on the pod would: Host localhost, and a
+// write's Content-Type application/json unless contentType says another
+// ("-": none).
 func (p *pod) do(t testing.TB, method, path, contentType string, body []byte) answer {
 	t.Helper()
-	req := httptest.NewRequest(method, path, bytes.NewReader(body))
-	if contentType != "" {
+	req := apiRequest(method, path, bytes.NewReader(body))
+	switch contentType {
+	case "":
+	case "-":
+		req.Header.Del("Content-Type")
+	default:
 		req.Header.Set("Content-Type", contentType)
 	}
 	rec := httptest.NewRecorder()
@@ -297,7 +315,7 @@ func TestHostileNames(t *testing.T) {
 	}
 	for i, n := range names {
 		q := fmt.Sprintf("/v1/gaps?sink=%s&topic=%s&partition=%d", urlQuery(n), urlQuery(n), i)
-		req := httptest.NewRequest("GET", q, nil)
+		req := apiRequest("GET", q, nil)
 		rec := httptest.NewRecorder()
 		p.h.ServeHTTP(rec, req)
 		var got []mirror.Gap
@@ -359,14 +377,14 @@ func TestConcurrentRecords(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(batches); i += workers {
-				req := httptest.NewRequest("POST", "/v1/records", bytes.NewReader(marshal(t, batches[i])))
+				req := apiRequest("POST", "/v1/records", bytes.NewReader(marshal(t, batches[i])))
 				rec := httptest.NewRecorder()
 				p.h.ServeHTTP(rec, req)
 				if rec.Code != 200 {
 					errs <- rec.Body.String()
 				}
 				if i%50 == 0 { // checkpoints meanwhile
-					req := httptest.NewRequest("POST", "/v1/checkpoint", nil)
+					req := apiRequest("POST", "/v1/checkpoint", nil)
 					rec := httptest.NewRecorder()
 					p.h.ServeHTTP(rec, req)
 					if rec.Code != 200 {

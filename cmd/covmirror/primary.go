@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strconv"
 
@@ -70,7 +71,9 @@ func (g *globals) objectURL() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("object store under --state %s: %w", g.state, err)
 	}
-	return "file://" + filepath.ToSlash(dir), nil
+	// Built, not concatenated: a %, # or ? in the path is escaped, so the
+	// URL parses back to exactly this directory.
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), nil
 }
 
 // openBlobs opens the object store of object.url.

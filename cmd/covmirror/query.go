@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,9 @@ const (
 	dialectPostgres = "postgres"
 )
 
+// extentQueries are the queries --acked-ends applies to.
+var extentQueries = []string{"gaps", "lag", "summary"}
+
 // What query --from reads.
 const (
 	fromPrimary = "primary"
@@ -36,7 +40,7 @@ const (
 )
 
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
 	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object or postgres their mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
@@ -47,6 +51,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	topic := fs.String("topic", "", "only this topic")
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
+	acked := extentsFlag(fs)
 	binding := fs.String("binding", "", `force the coverage relation's binding: "read_parquet" (local warehouse) or "scan" (default: read_parquet when the warehouse is local)`)
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -77,11 +82,18 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
 		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
 	}
+	if *acked != "" && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
+		return usageError{fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
+	}
+	extents, err := g.readExtents("query", *acked)
+	if err != nil {
+		return err
+	}
 	if *dialect == dialectPostgres {
 		if !*printSQL {
 			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.postgres.schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p})
+		text, err := postgres.QueryText(name, g.postgres.schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
 		if err != nil {
 			return usageError{fmt.Errorf("query: %w", err)}
 		}
@@ -96,7 +108,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
 	}
-	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents}
 	var db *queries.DB
 	if readsPrimary {
 		tier, closer, err := g.openPrimary(ctx, false)

@@ -105,6 +105,35 @@ func TestStatePathWithURLCharacters(t *testing.T) {
 	}
 }
 
+// TestObjectStateWithURLCharacters: with --durable object, the sink
+// objects' default URL under --state holds the directory's name as it is:
+// a %41 in it is not an A (which put the objects in another directory,
+// another deployment's if it existed), and a # or ? does not end the path
+// (which made every checkpoint fail).
+func TestObjectStateWithURLCharacters(t *testing.T) {
+	for _, name := range []string{"st%41", "st#a", "st?b", "st#a?b%41c d"} {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			state := filepath.Join(parent, name)
+			mustRun(t, state, "--durable", "object", "record", "--sink", "raw", "--topic", "t", "--range", "1:9")
+			mustRun(t, state, "--durable", "object", "record", "--sink", "lake", "--topic", "t", "--range", "1:5")
+			mustRun(t, state, "--durable", "object", "checkpoint")
+			if got := strings.TrimSpace(mustRun(t, state, "--durable", "object", "gaps", "--json")); got != `[{"sink":"lake","topic":"t","partition":0,"start":5,"end":9}]` {
+				t.Fatalf("gaps after a checkpoint: %s", got)
+			}
+			if entries, err := os.ReadDir(filepath.Join(state, "objects", "sinks")); err != nil || len(entries) != 2 {
+				t.Fatalf("sink objects under the state directory: %v, %v; want raw and lake", entries, err)
+			}
+			entries, _ := os.ReadDir(parent)
+			for _, e := range entries {
+				if e.Name() != filepath.Base(state) {
+					t.Errorf("%s was created outside the state directory", filepath.Join(parent, e.Name()))
+				}
+			}
+		})
+	}
+}
+
 // TestConfigInlineComments: " # ..." after a value is a comment, not part
 // of the value; \# is a literal #, as is a # inside a word.
 func TestConfigInlineComments(t *testing.T) {

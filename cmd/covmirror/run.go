@@ -125,7 +125,8 @@ func run(ctx context.Context, g *globals, args []string) error {
 	host, _ := os.Hostname()
 	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
 	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable mirror (env COVMIRROR_DURABLE)")
-	fs.StringVar(&g.postgres.url, "postgres-url", cfg.value("postgres.url", "COVMIRROR_POSTGRES_URL", ""), "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here) (env COVMIRROR_POSTGRES_URL)")
+	g.postgres.url = cfg.value("postgres.url", "COVMIRROR_POSTGRES_URL", "")
+	fs.Var(secretFlag{&g.postgres.url}, "postgres-url", "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here) (env COVMIRROR_POSTGRES_URL)")
 	fs.StringVar(&g.postgres.schema, "postgres-schema", cfg.value("postgres.schema", "COVMIRROR_POSTGRES_SCHEMA", postgres.DefaultSchema), "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing (env COVMIRROR_POSTGRES_SCHEMA)")
 	fs.StringVar(&g.object.url, "object-url", cfg.value("object.url", "COVMIRROR_OBJECT_URL", ""), "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state (env COVMIRROR_OBJECT_URL)")
 	fs.StringVar(&g.object.endpoint, "object-s3-endpoint", cfg.value("object.s3.endpoint", "COVMIRROR_OBJECT_S3_ENDPOINT", ""), "S3 endpoint URL for an S3-compatible store; none: AWS (env COVMIRROR_OBJECT_S3_ENDPOINT); credentials come from the AWS environment")
@@ -260,6 +261,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	case errors.Is(err, flag.ErrHelp):
 		usage()
 		return errHelp
+	}
+	err = redactFlagError(err, fs, args)
+	switch {
 	case fs.Name() == "covmirror": // the global flags
 		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
 	}
@@ -280,6 +284,9 @@ type onceValue struct {
 
 func (v *onceValue) Set(s string) error {
 	if v.seen {
+		if _, secret := v.Value.(secretFlag); secret {
+			s = redacted(s) // the first is redacted by its String
+		}
 		return fmt.Errorf("given twice (%q, then %q): give --%s once", v.Value.String(), s, v.name)
 	}
 	v.seen = true

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -29,8 +28,8 @@ import (
 )
 
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
-	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, /metrics and /debug/coverage (loopback by default; another address is accepted only when given here, with a warning: the API has no authentication)")
+	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
+	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, the coverage map, /metrics and /debug/coverage (loopback by default; another address needs --token-file)")
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", mirror.DefaultInterval, "checkpoint interval")
 	maxBody := fs.Int64("max-body", sidecar.DefaultMaxBodyBytes, "largest request body in bytes")
@@ -39,6 +38,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	fs.Func("source", "a source's regime, NAME=stored or NAME=broker-managed, repeatable (env COVMIRROR_SOURCES, comma-separated; config file source.NAME = REGIME): stored sources keep positions through PUT /v1/positions/NAME", func(kv string) error {
 		return addSource(flagSources, kv)
 	})
+	guardFlags := addGuardFlags(fs, g)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -49,8 +49,10 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("serve: %w", err)}
 	}
-	addrGiven := false
-	fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
+	guard, err := guardFlags.resolve(g, *addr)
+	if err != nil {
+		return err
+	}
 
 	// The coverage table: the primary with --durable iceberg, the primary's
 	// mirror with --durable object (the map and the gap metrics read it).
@@ -81,7 +83,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		_ = store.Close()
 		return err
 	}
-	srv, lns, err := startSidecar(ctx, g, m, store, tier, table, posStore, sources, *maxBody, *addr, addrGiven, *socket)
+	srv, lns, err := startSidecar(ctx, g, m, store, tier, table, posStore, sources, *maxBody, *addr, guard, *socket)
 	if err != nil {
 		return errors.Join(err, m.Close())
 	}
@@ -130,7 +132,7 @@ const shutdownWindow = 10 * time.Second
 // mounts of serveMounts, and opens its listeners: TCP first, then the
 // socket.
 func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, tier durable.Tier, table *iceberg.Table, positions coverage.PositionStore,
-	sources []coverage.Source, maxBody int64, addr string, addrGiven bool, socket string) (*sidecar.Server, []net.Listener, error) {
+	sources []coverage.Source, maxBody int64, addr string, guard guardSettings, socket string) (*sidecar.Server, []net.Listener, error) {
 	reg := prometheus.NewRegistry()
 	// The source extents the pipeline reports (PUT /v1/extents), kept in
 	// memory: the gaps routes, the map and the gap metrics look for raw's
@@ -153,17 +155,19 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 		return nil, nil, fmt.Errorf("serve: coverage map: %w", err)
 	}
 	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
-	srv, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: tier, Positions: positions, Sources: sources,
-		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger, Starts: g.starts, Extents: extents})
+	opts := sidecar.Options{Mirror: m, Local: store, Durable: tier, Positions: positions, Sources: sources,
+		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger, Starts: g.starts, Extents: extents}
+	guard.options(&opts)
+	srv, err := sidecar.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)
 	}
 	if err := reg.Register(srv.Collector()); err != nil {
 		return nil, nil, fmt.Errorf("serve: registering the record API's metrics: %w", err)
 	}
-	ln, err := sidecar.ListenTCP(addr, addrGiven, g.logger)
+	ln, err := guard.listen(g, addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("serve: %w", err)
+		return nil, nil, err
 	}
 	lns := []net.Listener{ln}
 	if socket != "" {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/sidecar"
 )
 
 // buildBinary builds covmirror without cgo (no DuckDB: quick to link) into
@@ -90,11 +92,29 @@ func unixClient(path string) *http.Client {
 	}}}
 }
 
+// bearer is a client that sends a token over TCP.
+func bearer(token string) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// call sends one request; a write says Content-Type application/json, as
+// the API requires over TCP.
 func call(t *testing.T, c *http.Client, method, url, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -126,11 +146,19 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	_ = stale.Close()
-	p := startServe(t, bin, state)
+	tokenFile := filepath.Join(t.TempDir(), "covmirror-token")
+	const token = "process-test-token-0123456789"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, bin, state, "--token-file", tokenFile)
 	if fi, err := os.Stat(p.socket); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v: want mode 0600", fi, err)
 	}
-	tcp, sock := http.DefaultClient, unixClient(p.socket)
+	tcp, sock := bearer(token), unixClient(p.socket)
+	if code, body := call(t, http.DefaultClient, "POST", "http://"+p.addr+"/v1/records", `[]`); code != 401 || !strings.Contains(body, `"rule":"token"`) {
+		t.Fatalf("a record without the token: %d %s", code, body)
+	}
 	base := "http://" + p.addr
 	if code, body := call(t, tcp, "POST", base+"/v1/records", `[{"sink":"raw","topic":"orders","partition":0,"start":0,"end":100}]`); code != 200 || !strings.Contains(body, `"recorded":1`) {
 		t.Fatalf("record over TCP: %d %s", code, body)
@@ -160,30 +188,43 @@ func TestServeProcessRecordAPI(t *testing.T) {
 		t.Fatalf("unknown route: %d %s", code, body)
 	}
 
-	// The README's curl line, pointed at this process.
+	// The README's curl lines, pointed at this process: the record over
+	// TCP with the token, the checkpoint over the socket.
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var curlLine string
+	var curlLines []string
 	for l := range strings.Lines(string(readme)) {
-		if strings.HasPrefix(l, "curl ") && strings.Contains(l, "/v1/records") {
-			curlLine = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "curl ") && (strings.Contains(l, "/v1/records") || strings.Contains(l, "--unix-socket")) {
+			curlLines = append(curlLines, strings.TrimSpace(l))
 		}
 	}
-	if curlLine == "" {
-		t.Fatal("the README has no curl line for /v1/records")
+	if len(curlLines) != 2 {
+		t.Fatalf("the README's curl lines for /v1/records and the socket: %q", curlLines)
 	}
-	curlLine = strings.Replace(strings.Replace(curlLine, "127.0.0.1:9464", p.addr, 1), "curl ", curl+" ", 1)
-	out, err := exec.Command("sh", "-c", curlLine).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != `{"recorded":1}` {
-		t.Fatalf("README curl line %q: %v %s", curlLine, err, out)
+	var out []byte
+	for i, want := range []string{`{"recorded":1}`, `"checkpoints":1`} {
+		line := strings.NewReplacer("127.0.0.1:9464", p.addr, "/run/covmirror/api.sock", p.socket, "/etc/covmirror/token", tokenFile, "curl ", curl+" ").Replace(curlLines[i])
+		out, err = exec.Command("sh", "-c", line).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("README curl line %q: %v %s", line, err, out)
+		}
 	}
 
-	// The Python client's self-test, over TCP and the socket.
-	out, err = exec.Command(python, "../../examples/python/covmirror_client.py", base, p.socket).CombinedOutput()
+	// The Python client's self-test, over TCP with the token and the socket.
+	out, err = exec.Command(python, "../../examples/python/covmirror_client.py", base, p.socket, tokenFile).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("python client: %v\n%s\nserve's stderr: %s", err, out, p.stderr.String())
+	}
+
+	// inspect --url with the token file, as deploy/pod.yaml's probes run it;
+	// without it, the pod's 401 is a failure.
+	if out, err := exec.Command(bin, "inspect", "--url", base+"/debug/coverage", "--token-file", tokenFile).CombinedOutput(); err != nil || !strings.Contains(string(out), "destinations") || strings.Contains(string(out), token) {
+		t.Fatalf("inspect --url with the token: %v %s", err, out)
+	}
+	if out, err := exec.Command(bin, "inspect", "--url", base+"/debug/coverage").CombinedOutput(); err == nil || !strings.Contains(string(out), "401") {
+		t.Fatalf("inspect --url without the token: %v %s", err, out)
 	}
 
 	// Extents the pipeline reports are kept by the process and widen every
@@ -221,22 +262,58 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 }
 
-// TestServeRefusesNonLoopbackUnlessExplicit: a wildcard address is
-// accepted only when --addr names it, with a warning.
-func TestServeWarnsOnNonLoopback(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, []string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--interval", "1h"}, &out, &errOut)
-	}()
-	for deadline := time.Now().Add(time.Minute); out.String() == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+// TestServeNeedsATokenOffLoopback: a wildcard address is refused (exit 2)
+// without --token-file, and so is a token file others may read or an
+// empty one; with a good token file it serves, and never prints the token.
+func TestServeNeedsATokenOffLoopback(t *testing.T) {
+	dir := t.TempDir()
+	serve := func(extra ...string) (*lockedBuffer, *lockedBuffer, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out, errOut lockedBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, append([]string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--interval", "1h"}, extra...), &out, &errOut)
+		}()
+		for deadline := time.Now().Add(time.Minute); out.String() == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			select {
+			case err := <-done:
+				cancel()
+				return &out, &errOut, err
+			default:
+			}
+		}
+		cancel()
+		err := <-done
+		return &out, &errOut, err
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if _, _, err := serve(); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrNotLoopback.Error()) || !strings.Contains(err.Error(), "--token-file") {
+		t.Fatalf("a wildcard --addr without a token: exit %d, %v", exitCode(err), err)
+	}
+	const token = "serve-flag-test-token-0123456789"
+	for name, mode := range map[string]os.FileMode{"open": 0o644, "empty": 0o600} {
+		path := filepath.Join(dir, name)
+		content := token
+		if name == "empty" {
+			content = "\n"
+		}
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(path, mode)
+		if _, _, err := serve("--token-file", path); exitCode(err) != 2 || !strings.Contains(err.Error(), sidecar.ErrTokenFile.Error()) || strings.Contains(err.Error(), token) {
+			t.Errorf("token file %s: exit %d, %v", name, exitCode(err), err)
+		}
+	}
+	good := filepath.Join(dir, "good")
+	if err := os.WriteFile(good, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut.String(), "no authentication") {
-		t.Fatalf("no warning for a non-loopback --addr: %s", errOut.String())
+	t.Setenv("COVMIRROR_TOKEN_FILE", good) // the environment's setting
+	out, errOut, err := serve()
+	if err != nil {
+		t.Fatalf("a wildcard --addr with a token: %v; stderr %s", err, errOut.String())
+	}
+	if strings.Contains(out.String()+errOut.String(), token) {
+		t.Fatalf("serve printed the token: %s %s", out.String(), errOut.String())
 	}
 }

@@ -5,6 +5,7 @@ coverage may lag, never lead.
 
     from covmirror_client import Client, CovmirrorError
     c = Client("http://127.0.0.1:9464")          # or Client(socket="/run/covmirror.sock")
+    c = Client("http://127.0.0.1:9464", token_file="/etc/covmirror/token")  # serve --token-file
     c.record([{"sink": "lake", "topic": "orders", "partition": 0, "start": 0, "end": 100}])
     c.checkpoint()                                # {"checkpoints": 1, "batches": 100, ...}
     c.gaps(sink="lake")                           # [{"sink", "topic", "partition", "start", "end", "kind"}]
@@ -52,12 +53,33 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class Client:
-    """The record API over TCP (url) or a Unix socket (socket)."""
+def read_token(path):
+    """The bearer token in path, as serve reads its --token-file: the file
+    must not be readable or writable by group or others."""
+    import os
+    import stat
+    with open(path, "rb") as f:
+        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+        if mode & 0o066:
+            raise ValueError("token file %s has mode %04o: group or others may read or change it; chmod 600 it" % (path, mode))
+        token = f.read(4097).decode("ascii").strip()
+    if not token:
+        raise ValueError("token file %s is empty" % path)
+    return token
 
-    def __init__(self, url=None, socket=None, timeout=60.0):
+
+class Client:
+    """The record API over TCP (url) or a Unix socket (socket).
+
+    token_file (or token): the bearer token of serve's --token-file, sent
+    as Authorization on every request over TCP (the socket needs none)."""
+
+    def __init__(self, url=None, socket=None, timeout=60.0, token_file=None, token=None):
         if (url is None) == (socket is None):
             raise ValueError("give url or socket, not both")
+        if token_file is not None:
+            token = read_token(token_file)
+        self._token = token
         self._timeout = timeout
         if socket is not None:
             self._connect = lambda: _UnixConnection(socket, timeout)
@@ -75,8 +97,12 @@ class Client:
 
     def _request(self, method, path, body=None, content_type="application/json"):
         headers = {}
-        if body is not None:
+        if method not in ("GET", "HEAD"):
+            # Every write says its type, a body or not: the server refuses
+            # a write without one (what a browser's page could send).
             headers["Content-Type"] = content_type
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
         for attempt in (0, 1):
             if self._conn is None:
                 self._conn = self._connect()
@@ -199,9 +225,17 @@ def _selftest_edge(c, topic):
 
 def _selftest(argv):
     """Exercises every call against a running serve with --source files=stored
-    --source kafka=broker-managed: python3 covmirror_client.py URL SOCKET."""
+    --source kafka=broker-managed: python3 covmirror_client.py URL SOCKET
+    [TOKEN_FILE]."""
     url, sock = argv[1], argv[2]
-    for c in (Client(url), Client(socket=sock)):
+    token_file = argv[3] if len(argv) > 3 else None
+    if token_file:
+        try:
+            Client(url).gaps()
+            raise AssertionError("a request without the token was answered")
+        except CovmirrorError as e:
+            assert e.status == 401 and e.rule == "token", e
+    for c in (Client(url, token_file=token_file), Client(socket=sock)):
         assert c.record([]) == 0
         batch = [{"sink": "raw", "topic": "files", "partition": 0, "start": i * 10, "end": i * 10 + 10} for i in range(100)]
         assert c.record(batch) == 100

@@ -3,9 +3,10 @@
 -- row here.
 --
 -- Parameters (NULL matches everything): sink, topic, partition; reference
--- is unused.
+-- and the acked extents are unused.
 WITH params AS (
-    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition"
+    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
+           CAST($5 AS text) AS acked_extents
 )
 SELECT c.sink, c.topic, c."partition", lower(r) AS "start", upper(r) AS "end"
 FROM {{coverage}} c

@@ -2,11 +2,15 @@
 -- end of each destination: the batches the reference holds past the sink's
 -- last covered batch, and the time between the two sides' last writes.
 -- Inner gaps are the gaps query's business; lag is the trailing edge only.
+-- The reference has a row too where it is behind what it must hold (the
+-- hull of every destination's rows and the source's acked extent), as the
+-- DuckDB form says; its reference_last_recorded_at is NULL.
 --
 -- Parameters: reference (required); sink, topic, partition (NULL matches
--- everything).
+-- everything); acked extents (JSON text, '[]' for none).
 WITH params AS (
-    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition"
+    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
+           CAST($5 AS text) AS acked_extents
 ),
 topic_rows AS (
     SELECT c.sink, c.topic, c."partition", c.covered, c.last_write
@@ -34,14 +38,44 @@ behind AS (
     JOIN params p ON r.sink = p.reference
     JOIN sinks s ON s.topic = r.topic
     LEFT JOIN ends e ON e.sink = s.sink AND e.topic = r.topic AND e."partition" = r."partition"
+),
+{{acked_extents}},
+spans AS (
+    -- per partition, what the reference must hold: the hull of every
+    -- destination's rows and of the source's acked extent
+    SELECT topic, "partition", min(first_start) AS span_start, max(last_end) AS span_end
+    FROM (SELECT topic, "partition", first_start, last_end FROM ends
+          UNION ALL
+          SELECT topic, "partition", lower(extent), upper(extent) FROM extents) x
+    GROUP BY topic, "partition"
+),
+reference_behind AS (
+    -- the reference's holes past its last batch are the span's stretch
+    -- from there (the span holds its rows), or all of the span in a
+    -- partition it has no rows of
+    SELECT p.reference AS sink, s.topic, s."partition", r.last_recorded_at,
+           s.span_end - coalesce(r.last_end, s.span_start) AS batches_behind
+    FROM spans s
+    CROSS JOIN params p
+    LEFT JOIN ends r ON r.sink = p.reference AND r.topic = s.topic AND r."partition" = s."partition"
+    WHERE (p.sink IS NULL OR p.sink = p.reference)
+      AND (EXISTS (SELECT 1 FROM {{coverage}} a WHERE a.sink = p.reference) OR NOT EXISTS (SELECT 1 FROM {{coverage}} a))
+),
+measured AS (
+    SELECT sink, batches_behind, sink_recorded_at, reference_recorded_at FROM behind
+    UNION ALL
+    SELECT sink, batches_behind, last_recorded_at, CAST(NULL AS timestamptz) FROM reference_behind
 )
-SELECT sink,
+SELECT m.sink,
        count(*) AS destinations,
-       CAST(sum(CASE WHEN batches_behind > 0 THEN 1 ELSE 0 END) AS bigint) AS destinations_behind,
-       sum(CAST(batches_behind AS numeric)) AS batches_behind,
-       max(batches_behind) AS max_batches_behind,
-       max(sink_recorded_at) AS last_recorded_at,
-       max(reference_recorded_at) AS reference_last_recorded_at
-FROM behind
-GROUP BY sink
-ORDER BY sink COLLATE "C"
+       CAST(sum(CASE WHEN m.batches_behind > 0 THEN 1 ELSE 0 END) AS bigint) AS destinations_behind,
+       sum(CAST(m.batches_behind AS numeric)) AS batches_behind,
+       max(m.batches_behind) AS max_batches_behind,
+       max(m.sink_recorded_at) AS last_recorded_at,
+       max(m.reference_recorded_at) AS reference_last_recorded_at
+FROM measured m
+CROSS JOIN params p
+GROUP BY m.sink, p.reference
+-- the reference only where it is behind
+HAVING m.sink <> p.reference OR max(m.batches_behind) > 0
+ORDER BY m.sink COLLATE "C"

@@ -1,11 +1,15 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
 -- lacks, inner and trailing, for every sink that has rows of the topic; and
 -- the reference's own holes as gaps of the reference (sink = the
--- reference), from the lowest to the highest batch any destination of the
--- partition covers (a sink is written only once raw is durable, so raw held
--- every batch a sink holds): a partition only sinks have rows of is one
--- whole hole, unless the reference has no rows at all (a misspelt
--- reference). `covmirror gaps --json` gives the same rows, computed in Go.
+-- reference), over its span: per partition, from the lowest to the highest
+-- batch any destination covers (a sink is written only once raw is
+-- durable, so raw held every batch a sink holds) or the source's acked
+-- extent in acked_extents holds (the source is acked only once raw is
+-- durable). The span is one range, the hull: an extent apart from the
+-- rows makes the stretch between a hole too. A partition only sinks have
+-- rows of, or only an extent, is one whole hole, unless the reference has
+-- no rows at all in a table that has some (a misspelt reference).
+-- `covmirror gaps --json` gives the same rows, computed in Go.
 --
 -- The reference's rows are merged first (see coverage.sql). A sink's rows
 -- are not: one window pass over them as they are (overlapping, repeated)
@@ -16,6 +20,13 @@
 -- Not merging the sinks' rows saves two window passes and an aggregate over
 -- the largest part of the table; the join is of holes, not rows, so rows
 -- that overlap many reference ranges cost no more than their holes.
+--
+-- Relations: coverage, and acked_extents (topic, "partition", range_start,
+-- range_end): per partition at most one [start, end) the source has acked,
+-- empty when none is known. An extent only widens the reference's span;
+-- sinks are measured against the reference's rows
+-- alone (a sink's share of a reference hole is no gap until the hole is
+-- verified and re-recorded).
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
@@ -103,12 +114,19 @@ holes AS (
       ON m.topic = h.topic AND m."partition" = h."partition"
      AND m.range_start < h.hole_end AND m.range_end > h.hole_start
 ),
-hull AS (
-    -- per partition, the lowest to the highest batch any destination
-    -- covers, the reference's or a sink's: a sink is written only once raw
-    -- is durable, so raw held every batch of it
-    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
-    FROM selected
+span AS (
+    -- per partition, where the reference's holes are looked for: the hull
+    -- of every destination's rows, the reference's and the sinks' (a sink
+    -- is written only once raw is durable, so raw held every batch of it),
+    -- and of the source's acked extent of the partition (the source is
+    -- acked only once raw is durable): raw held every batch between
+    SELECT topic, "partition", min(range_start) AS span_start, max(range_end) AS span_end
+    FROM (SELECT topic, "partition", range_start, range_end FROM selected
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
     GROUP BY topic, "partition"
 ),
 reference_ends AS (
@@ -118,7 +136,7 @@ reference_ends AS (
     GROUP BY topic, "partition"
 ),
 reference_holes AS (
-    -- the reference's own holes over the hull: nothing says raw holds them,
+    -- the reference's own holes over the span: nothing says raw holds them,
     -- so every sink's gap there is hidden until they are verified; they are
     -- gaps of the reference itself. Inner: between its merged ranges.
     SELECT sink, topic, "partition",
@@ -127,19 +145,20 @@ reference_holes AS (
     FROM merged
     WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
     UNION ALL
-    -- leading: from the hull's start to the reference's first batch; or
-    -- the whole hull of a partition the reference has no rows of, provided
-    -- it has rows somewhere (else the reference is misspelt: no holes)
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", h.hull_start, coalesce(r.first_start, h.hull_end)
-    FROM hull h
-    LEFT JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- leading: from the span's start to the reference's first batch; or
+    -- the whole span of a partition the reference has no rows of, provided
+    -- it has rows somewhere or the table has none (else the reference is
+    -- misspelt: no holes)
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", s.span_start, coalesce(r.first_start, s.span_end)
+    FROM span s
+    LEFT JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)
+      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
     UNION ALL
-    -- trailing: from the reference's last batch to the hull's end
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", r.last_end, h.hull_end
-    FROM hull h
-    JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- trailing: from the reference's last batch to the span's end
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", r.last_end, s.span_end
+    FROM span s
+    JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
 ),
 gap_rows AS (

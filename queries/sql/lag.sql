@@ -4,8 +4,18 @@
 -- Inner gaps are gaps.sql's business; lag is the trailing edge only, which
 -- needs no merging (the highest range_end is the same before and after).
 --
+-- The reference has a row too where it is behind what it must hold: per
+-- partition, the batches of its holes (gaps.sql's, over the hull of every
+-- destination's rows and the source's acked extent) past its last covered
+-- batch, which are the hull's stretch from there; all of the hull in a
+-- partition it has no rows of. Its
+-- reference_last_recorded_at is NULL: it is measured against the source
+-- and the sinks, not against itself.
+--
 -- batches_behind is a DECIMAL(38,0) sum: a few destinations near 2^63
 -- overflow BIGINT.
+--
+-- Relations: coverage and acked_extents, as gaps.sql reads them.
 --
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
@@ -39,6 +49,35 @@ behind AS (
     JOIN sinks s ON s.topic = r.topic
     LEFT JOIN ends e ON e.sink = s.sink AND e.topic = r.topic AND e."partition" = r."partition"
     WHERE r.sink = $reference
+),
+span AS (
+    -- per partition, what the reference must hold: the hull of every
+    -- destination's rows and of the source's acked extent, as gaps.sql's
+    SELECT topic, "partition", min(first_start) AS span_start, max(last_end) AS span_end
+    FROM (SELECT topic, "partition", first_start, last_end FROM ends
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
+    GROUP BY topic, "partition"
+),
+reference_behind AS (
+    -- the reference's holes past its last batch are the span's stretch
+    -- from there (the span holds its rows, so that is never negative), or
+    -- all of the span in a partition it has no rows of; not where it is
+    -- misspelt (no rows in a table that has some)
+    SELECT CAST($reference AS VARCHAR) AS sink, s.topic, s."partition", r.last_recorded_at,
+           s.span_end - coalesce(r.last_end, s.span_start) AS batches_behind
+    FROM span s
+    LEFT JOIN ends r ON r.sink = $reference AND r.topic = s.topic AND r."partition" = s."partition"
+    WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
+      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
+),
+measured AS (
+    SELECT sink, batches_behind, sink_recorded_at, reference_recorded_at FROM behind
+    UNION ALL
+    SELECT sink, batches_behind, last_recorded_at, CAST(NULL AS TIMESTAMPTZ) FROM reference_behind
 )
 SELECT sink,
        count(*) AS destinations,
@@ -47,6 +86,8 @@ SELECT sink,
        max(batches_behind) AS max_batches_behind,
        max(sink_recorded_at) AS last_recorded_at,
        max(reference_recorded_at) AS reference_last_recorded_at
-FROM behind
+FROM measured
 GROUP BY sink
+-- the reference only where it is behind
+HAVING sink <> $reference OR max(batches_behind) > 0
 ORDER BY sink

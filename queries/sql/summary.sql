@@ -1,10 +1,13 @@
 -- summary: per sink, against a reference (raw by default): the batches it
 -- covers, how many gaps it has, how many batches they miss, and its oldest
 -- gap (the one starting at the lowest batch id). The gaps are gaps.sql's,
--- the reference's own holes included (over every batch some destination
--- of the partition covers): the reference has a row too. The rows
--- are merged first the same way. Batch totals are DECIMAL(38,0): a few
--- ranges near 2^63 overflow BIGINT, in DuckDB, Trino and Spark alike.
+-- the reference's own holes included (over the hull of every batch some
+-- destination of the partition covers and of the source's acked extent in
+-- acked_extents): the reference has a row too. The rows are merged first
+-- the same way. Batch totals are DECIMAL(38,0): a few ranges near 2^63
+-- overflow BIGINT, in DuckDB, Trino and Spark alike.
+--
+-- Relations: coverage and acked_extents, as gaps.sql reads them.
 --
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
@@ -71,12 +74,19 @@ holes AS (
            cov_start AS gap_end
     FROM ends
 ),
-hull AS (
-    -- per partition, the lowest to the highest batch any destination
-    -- covers, the reference's or a sink's: a sink is written only once raw
-    -- is durable, so raw held every batch of it
-    SELECT topic, "partition", min(range_start) AS hull_start, max(range_end) AS hull_end
-    FROM selected
+span AS (
+    -- per partition, where the reference's holes are looked for: the hull
+    -- of every destination's rows, the reference's and the sinks' (a sink
+    -- is written only once raw is durable, so raw held every batch of it),
+    -- and of the source's acked extent of the partition (the source is
+    -- acked only once raw is durable): raw held every batch between
+    SELECT topic, "partition", min(range_start) AS span_start, max(range_end) AS span_end
+    FROM (SELECT topic, "partition", range_start, range_end FROM selected
+          UNION ALL
+          SELECT topic, "partition", range_start, range_end FROM acked_extents
+          WHERE range_start < range_end
+            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
+            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
     GROUP BY topic, "partition"
 ),
 reference_ends AS (
@@ -86,7 +96,7 @@ reference_ends AS (
     GROUP BY topic, "partition"
 ),
 reference_holes AS (
-    -- the reference's own holes over the hull: nothing says raw holds them,
+    -- the reference's own holes over the span: nothing says raw holds them,
     -- so every sink's gap there is hidden until they are verified; they are
     -- gaps of the reference itself. Inner: between its merged ranges.
     SELECT sink, topic, "partition",
@@ -95,19 +105,20 @@ reference_holes AS (
     FROM merged
     WHERE sink = $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
     UNION ALL
-    -- leading: from the hull's start to the reference's first batch; or
-    -- the whole hull of a partition the reference has no rows of, provided
-    -- it has rows somewhere (else the reference is misspelt: no holes)
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", h.hull_start, coalesce(r.first_start, h.hull_end)
-    FROM hull h
-    LEFT JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- leading: from the span's start to the reference's first batch; or
+    -- the whole span of a partition the reference has no rows of, provided
+    -- it has rows somewhere or the table has none (else the reference is
+    -- misspelt: no holes)
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", s.span_start, coalesce(r.first_start, s.span_end)
+    FROM span s
+    LEFT JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND EXISTS (SELECT 1 FROM coverage WHERE sink = $reference)
+      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
     UNION ALL
-    -- trailing: from the reference's last batch to the hull's end
-    SELECT CAST($reference AS VARCHAR), h.topic, h."partition", r.last_end, h.hull_end
-    FROM hull h
-    JOIN reference_ends r ON r.topic = h.topic AND r."partition" = h."partition"
+    -- trailing: from the reference's last batch to the span's end
+    SELECT CAST($reference AS VARCHAR), s.topic, s."partition", r.last_end, s.span_end
+    FROM span s
+    JOIN reference_ends r ON r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
 ),
 gap_rows AS (

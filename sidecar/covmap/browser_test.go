@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,38 +12,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/covmirror/covmirror/internal/browsertest"
 )
 
-// browser starts headless Chromium (Debian's chromium) for one test. A
-// missing browser fails the test with how to install it: CI must not pass
-// without having drawn the map.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is not installed (%v): install it with `apt-get update && apt-get install -y chromium` (.ci/run does)", err)
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
-	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("starting chromium at %s: %v", path, err)
-	}
-	return ctx
-}
+// browser starts headless Chromium for one test.
+func browser(t *testing.T) context.Context { return browsertest.Start(t) }
 
 // screenshot saves a PNG of the whole page where it outlives the test and
 // logs its path.

@@ -56,8 +56,9 @@ func (a *agg) add(d *destState) {
 		a.WithGaps++
 	}
 	a.Gaps += len(d.gaps)
-	a.MissingBatches += d.gapBatches
-	a.PendingBatches += d.pending.Batches()
+	// Saturating, as the gap metrics' sums: a wrapped sum would hide a loss.
+	a.MissingBatches = mirror.AddSaturating(a.MissingBatches, d.gapBatches)
+	a.PendingBatches = mirror.AddSaturating(a.PendingBatches, d.pending.Batches())
 	if d.oldest != nil && (a.OldestGapSince == nil || d.oldest.Before(*a.OldestGapSince)) {
 		a.OldestGapSince = d.oldest
 	}
@@ -156,7 +157,7 @@ func index(c *Committed, pending []Pending) map[mirror.TopicPartition]*partState
 		p := part(g.Destination)
 		ds := p.dest(g.Destination.Sink)
 		ds.gaps = append(ds.gaps, g.Range)
-		ds.gapBatches += g.Range.Len()
+		ds.gapBatches = mirror.AddSaturating(ds.gapBatches, g.Range.Len())
 		if g.Since != nil && (ds.oldest == nil || g.Since.Before(*ds.oldest)) {
 			ds.oldest = g.Since
 		}
