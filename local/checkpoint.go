@@ -83,7 +83,7 @@ func (s *Store) loadCheckpointMeta() error {
 	}
 	if name == nil {
 		name = []byte(rand.Text())
-		if err := s.db.Set(metaKey(metaStoreName), name, pebble.Sync); err != nil {
+		if err := s.wal.synced(func() error { return s.db.Set(metaKey(metaStoreName), name, pebble.Sync) }); err != nil {
 			return fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err)
 		}
 	}
@@ -193,7 +193,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	s.addStagedLocked(b)
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
-	if err := s.commitLocked(b, pebble.Sync); err != nil { // always synced: see above
+	if err := s.commitLocked(b, true); err != nil { // always synced: see above
 		return nil, coverage.StoreError("begin checkpoint", err)
 	}
 	c.nextID = cp.ID + 1
@@ -293,7 +293,7 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := s.commitLocked(b, s.writeOpts); err != nil {
+	if err := s.commitLocked(b, false); err != nil {
 		return coverage.StoreError("commit checkpoint", fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
 	}
 	for _, m := range marks {
@@ -320,7 +320,7 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	defer s.releaseBatch(b)
 	s.addStagedLocked(b)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := s.commitLocked(b, s.writeOpts); err != nil {
+	if err := s.commitLocked(b, false); err != nil {
 		return coverage.StoreError("abort checkpoint", err)
 	}
 	for _, st := range s.dests {
