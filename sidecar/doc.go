@@ -89,6 +89,9 @@
 //     what it holds recorded), never a hidden gap or claimed coverage. The
 //     reported extents live in memory (a restart forgets them until the
 //     pipeline reports again, a lag) and only ever widen.
-//   - On Shutdown new writes answer 503, requests in flight finish, and the
-//     caller's Mirror.Close runs the final checkpoint.
+//   - On Shutdown new writes answer 503, requests in flight finish (until
+//     its context is done), and then no record request records any more:
+//     one that has not recorded by then answers 503, and Shutdown waits for
+//     those recording. The caller's Mirror.Close then runs the final
+//     checkpoint, which carries every record answered 200.
 package sidecar

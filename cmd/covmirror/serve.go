@@ -115,12 +115,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight
-	// finish; then the final checkpoint carries everything they recorded.
+	// finish; a record request not done when the window ends answers 503.
+	// Then the final checkpoint carries every record answered 200.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownWindow)
 	defer cancel()
 	shutErr := srv.Shutdown(shutdownCtx)
 	if shutErr != nil {
-		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were not answered (their connections were closed): their callers must retry them; what they recorded before is in the final checkpoint: %w", shutdownWindow, shutErr)
+		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were left running: a record request among them answers 503 and its caller must retry it; every record answered 200 is in the final checkpoint: %w", shutdownWindow, shutErr)
 	}
 	err = errors.Join(runErr, shutErr, explainWriteFailure(shutdownCtx, tableOf(tier), m.Close()))
 	if positions != nil {
