@@ -58,7 +58,7 @@ func TestServeAnswers200OnlyForWhatTheFinalCheckpointCarries(t *testing.T) {
 		defer c.Close()
 		conns[i] = c
 		bodies[i] = fmt.Sprintf(`[{"sink":"lake","topic":"orders","partition":0,"start":%d,"end":%d}]`, 10+i, 11+i)
-		fmt.Fprintf(c, "POST /v1/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(bodies[i]), bodies[i][:10])
+		fmt.Fprintf(c, "POST /v1/records HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(bodies[i]), bodies[i][:10])
 	}
 
 	ctx := context.Background()
