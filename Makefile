@@ -31,7 +31,7 @@ test-integration:
 
 # Benchmarks print each measurement beside its baseline from the same run
 # and the ratio between them: roaring64 for the range set, raw Pebble Sets
-# for the local tier, raw iceberg-go appends for checkpoints, an iceberg-go
+# (NoSync) for the local tier in each of its modes, raw iceberg-go appends for checkpoints, an iceberg-go
 # scan with Go-side gaps for the DuckDB gaps query, a plain multi-row
 # INSERT for a PostgreSQL checkpoint and the Iceberg table for a destination
 # of a million gaps. The scale scenario (10,000 destinations, a million

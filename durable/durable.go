@@ -25,7 +25,10 @@ type Tier interface {
 	// means they may or may not be. With MayHaveLanded set, an earlier
 	// attempt may have landed, and the tier looks for it (as Landed does)
 	// before it writes. The same writer and name with other ranges is
-	// ErrNameReused, and nothing is written.
+	// ErrNameReused, and nothing is written. A tier without a transaction
+	// across destinations may return a *PartialError: then exactly its
+	// Landed destinations are durable (all their ranges), and the others
+	// certainly are not; the caller marks only the landed ones committed.
 	Append(ctx context.Context, c Checkpoint) error
 
 	// Coverage returns the committed coverage of every destination the
@@ -107,6 +110,26 @@ type LastWrite struct {
 type LastWriter interface {
 	LastWrites(ctx context.Context, f Filter) (map[coverage.Destination]LastWrite, error)
 }
+
+// PartialError is an Append that committed the ranges of some of the
+// checkpoint's destinations and not of the others, which it certainly did
+// not write (a sink object that cannot be read is never overwritten): one
+// broken destination must not hold every other one's checkpoints back. The
+// checkpoint as a whole has not landed (Landed answers false for its name):
+// the caller marks the Landed destinations committed and keeps the others
+// pending, for a later checkpoint under another name.
+type PartialError struct {
+	// Landed are the destinations whose ranges are durable.
+	Landed []coverage.Destination
+	// Err is why the others were not written; it names them.
+	Err error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("%v (the checkpoint's other %d destinations landed)", e.Err, len(e.Landed))
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
 
 var (
 	// ErrNameReused: a writer appended a name it had already appended with

@@ -83,7 +83,7 @@ func (s *Store) loadCheckpointMeta() error {
 	}
 	if name == nil {
 		name = []byte(rand.Text())
-		if err := s.db.Set(metaKey(metaStoreName), name, pebble.Sync); err != nil {
+		if err := s.wal.synced(func() error { return s.db.Set(metaKey(metaStoreName), name, pebble.Sync) }); err != nil {
 			return fmt.Errorf("%w: local store %s: %w", coverage.ErrUnavailable, s.opts.Dir, err)
 		}
 	}
@@ -193,7 +193,7 @@ func (s *Store) BeginCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	s.addStagedLocked(b)
 	_ = b.Set(metaKey(metaNextCheckpoint), encodeUint64(cp.ID+1), nil)
 	_ = b.Set(metaKey(metaOpenCheckpoint), encoded, nil)
-	if err := s.commitLocked(b, pebble.Sync); err != nil { // always synced: see above
+	if err := s.commitLocked(b, true); err != nil { // always synced: see above
 		return nil, coverage.StoreError("begin checkpoint", err)
 	}
 	c.nextID = cp.ID + 1
@@ -226,6 +226,25 @@ func (s *Store) pendingLocked() (ranges []coverage.DestinationRanges, sets []cov
 // marking earlier would let this tier claim what the durable one lacks. If
 // it fails, cp stays in flight and CommitCheckpoint can be called again.
 func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
+	return s.commitCheckpoint(cp, nil)
+}
+
+// CommitLanded ends cp after a durable commit that landed only the
+// destinations in landed (durable.PartialError): their ranges are marked
+// checkpointed as CommitCheckpoint marks them, and every other
+// destination's go back to pending, as AbortCheckpoint leaves them, for
+// the next checkpoint. If it fails, cp stays in flight.
+func (s *Store) CommitLanded(ctx context.Context, cp *Checkpoint, landed []coverage.Destination) error {
+	set := make(map[coverage.Destination]bool, len(landed))
+	for _, d := range landed {
+		set[d] = true
+	}
+	return s.commitCheckpoint(cp, set)
+}
+
+// commitCheckpoint marks cp's ranges checkpointed, only those of landed's
+// destinations unless landed is nil.
+func (s *Store) commitCheckpoint(cp *Checkpoint, landed map[coverage.Destination]bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waitWriteBehindLocked() // before any state is read: it releases mu
@@ -252,10 +271,15 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 		since time.Time
 	}
 	marks := make([]mark, 0, len(inFlight.Ranges))
+	var unmarked []*destState // not landed: pending again
 	var replaced []coverage.Range
 	var value [8]byte
 	for _, dr := range inFlight.Ranges {
 		d, st := dr.Destination, s.state(dr.Destination)
+		if landed != nil && !landed[d] {
+			unmarked = append(unmarked, st)
+			continue
+		}
 		set := st.checkpointed.Clone()
 		// One encoded prefix per destination; the batch copies each key.
 		prefix := destinationPrefix(nil, kindCheckpointed, d)
@@ -293,12 +317,16 @@ func (s *Store) CommitCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	last, _ := json.Marshal(lastCheckpoint{ID: inFlight.ID, At: now})
 	_ = b.Set(metaKey(metaLastCheckpoint), last, nil)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := s.commitLocked(b, s.writeOpts); err != nil {
+	if err := s.commitLocked(b, false); err != nil {
 		return coverage.StoreError("commit checkpoint", fmt.Errorf("marking %s checkpointed: %w", inFlight.Name(), err))
 	}
 	for _, m := range marks {
 		m.st.checkpointed, m.st.inFlight = m.set, coverage.RangeSet{}
 		m.st.pendingSince = m.since
+	}
+	for _, st := range unmarked { // their pendingSince stays: still pending
+		st.pending.addSet(&st.inFlight)
+		st.inFlight = coverage.RangeSet{}
 	}
 	s.ckpt.lastID, s.ckpt.lastAt, s.ckpt.inFlight = inFlight.ID, now, nil
 	return nil
@@ -320,7 +348,7 @@ func (s *Store) AbortCheckpoint(ctx context.Context, cp *Checkpoint) error {
 	defer s.releaseBatch(b)
 	s.addStagedLocked(b)
 	_ = b.Delete(metaKey(metaOpenCheckpoint), nil)
-	if err := s.commitLocked(b, s.writeOpts); err != nil {
+	if err := s.commitLocked(b, false); err != nil {
 		return coverage.StoreError("abort checkpoint", err)
 	}
 	for _, st := range s.dests {

@@ -29,8 +29,9 @@ const (
 
 func TestMain(m *testing.M) {
 	childproc.Main(m, map[string]func() error{
-		"crash": func() error { return crashChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv)) },
-		"begun": func() error { return begunChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv)) },
+		"crash":        func() error { return crashChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv)) },
+		"begun":        func() error { return begunChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv), false) },
+		"begun-behind": func() error { return begunChild(os.Getenv(crashDirEnv), os.Getenv(crashLogEnv), true) },
 	})
 }
 

@@ -31,17 +31,20 @@
 //
 // # Durability is a knob
 //
-// By default records are not fsynced, and not even all written: Record
-// hands them to Pebble, whose WAL writer keeps the tail of the log (the
-// current 32 KiB block, and any full block its goroutine has not written
-// yet) in the process's memory, on top of the records staged for
-// Options.CommitDelay here. So a killed process (SIGKILL, OOM) may lose the
-// records of roughly the last 32 KiB of log (a few hundred records) and a
-// machine that loses power everything since the last sync; neither loses
-// anything before the last synced write, which BeginCheckpoint always is.
-// Losing records costs one replay interval, which docs/design.md accepts
-// because coverage may lag. Options.Sync makes every record durable before
-// Record returns, at the price of an fsync each.
+// By default records are not fsynced, but every commit is handed to the
+// operating system: Record stages a record in memory for up to
+// Options.CommitDelay (2ms by default), then the write-behind commit writes
+// it with the records around it, and each commit makes Pebble's WAL writer
+// write its buffered block to the WAL file before it returns (walsync.go;
+// Pebble alone would keep that block in the process until a later synced
+// write, up to a checkpoint interval away). So a killed process (SIGKILL,
+// OOM) loses at most the records of the last CommitDelay and the commit
+// then running; a machine that loses power, or a node that is lost, loses
+// everything since the last fsync. Neither loses anything before the last
+// synced write, which BeginCheckpoint always is. Losing records costs a
+// replay of the gaps, which docs/design.md accepts because coverage may
+// lag. Options.Sync makes every record durable (fsynced) before Record
+// returns, at the price of an fsync each.
 //
 // Checkpoint names are never reused, whatever a crash keeps: BeginCheckpoint
 // is synced whatever Options.Sync says (once per checkpoint), so a name
@@ -67,7 +70,8 @@
 //
 // The invariant holds when the disk fails: covered never leads what was
 // recorded, checkpointed never leads covered, and a Record that returned
-// nil stays covered while the process lives (with Sync, across a crash).
+// nil stays covered while the process lives, across a kill of the process
+// once its commit succeeded, and with Sync across a power loss.
 //
 // Pebble stops on some faults by calling its logger's Fatalf, which must not
 // return, and on a few by panicking. A library may not exit the process, so

@@ -36,7 +36,7 @@ func (s *Store) load() error {
 	}
 	switch {
 	case format == nil && empty:
-		if err := s.db.Set(metaKey(metaFormat), []byte(formatVersion), pebble.Sync); err != nil {
+		if err := s.wal.synced(func() error { return s.db.Set(metaKey(metaFormat), []byte(formatVersion), pebble.Sync) }); err != nil {
 			return fmt.Errorf("%w: local store %s: writing its format: %w", coverage.ErrUnavailable, s.opts.Dir, err)
 		}
 	case format == nil:

@@ -26,12 +26,13 @@ type Options struct {
 	FS vfs.FS
 
 	// Sync makes every Record durable (fsync) before it returns. The
-	// default, false, leaves the last records in Pebble's WAL buffer (the
-	// last 32 KiB block or so, lost if the process is killed) and in the
-	// operating system's buffers (lost if the machine loses power), never
-	// anything before the last synced write: BeginCheckpoint is always
-	// synced. Losing them costs one replay interval, which docs/design.md
-	// accepts, since coverage may lag and the durable tier is the record.
+	// default, false, fsyncs only BeginCheckpoint (and the close of each
+	// write-ahead log) but hands every commit to the operating system
+	// before the commit returns (walsync.go): a record survives a SIGKILL
+	// or an OOM kill of the process once its commit ran (see CommitDelay),
+	// and a power loss or a lost node costs what was not synced, never
+	// anything before the last synced write. Losing them is a lag, which
+	// docs/design.md accepts: the durable tier is the record.
 	Sync bool
 
 	// CommitDelay is how long, with Sync off, a record may wait in memory
@@ -39,10 +40,12 @@ type Options struct {
 	// Writes to the same key coalesce, so a run of in-order records costs one
 	// Pebble write per delay instead of one each. The write runs behind
 	// Record, outside the store's lock: Records go on while Pebble writes.
-	// A killed process loses this window too, besides Pebble's unwritten WAL
-	// tail (see Sync): a lag, which docs/design.md accepts. Readers of this
-	// Store see every record at once. Zero value: 2ms. Negative: hand every
-	// record to Pebble before Record returns. Ignored when Sync is set.
+	// A killed process loses the records of this window and of the commit
+	// running when it died, nothing committed before: a lag, which
+	// docs/design.md accepts. Readers of this Store see every record at
+	// once. Zero value: 2ms. Negative: commit every record before Record
+	// returns (it then survives a kill as soon as Record returned nil).
+	// Ignored when Sync is set.
 	CommitDelay time.Duration
 
 	// MaxUncommitted caps how many keys wait for the next write; reaching it

@@ -44,7 +44,8 @@ import (
 // a failed Open can close Pebble and release the directory.
 type watchFS struct {
 	vfs.FS
-	h *health
+	h   *health
+	wal *walSync // how the WAL files' Syncs behave (walsync.go)
 }
 
 func (w watchFS) check(op, name string, err error) error {
@@ -58,7 +59,11 @@ func (w watchFS) file(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return watchFile{File: f, fs: w, name: name}, nil
+	wf := watchFile{File: f, fs: w, name: name}
+	if w.wal != nil && isWAL(name) {
+		return &walFile{watchFile: wf, wal: w.wal}, nil
+	}
+	return wf, nil
 }
 
 // park stops the calling goroutine for good, the store having failed:

@@ -115,7 +115,7 @@ func (s *Store) writeBehindLocked() error {
 // Store.mu: written, or staged again beneath what was staged since (the
 // newer value of a key wins, as it would have in Pebble).
 func (s *Store) commitBehind(b *pebble.Batch) {
-	err := s.call(func() error { return b.Commit(s.writeOpts) })
+	err := s.call(func() error { return s.wal.commit(b, false) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	written := s.w.inFlight
@@ -186,18 +186,18 @@ func (s *Store) flushLocked() error {
 	if len(s.w.ops) == 0 {
 		return nil
 	}
-	return s.commitStagedLocked(s.batch, s.writeOpts)
+	return s.commitStagedLocked(s.batch)
 }
 
 // commitStagedLocked commits the staged ops in b, reset first when it is
 // the store's reusable batch.
-func (s *Store) commitStagedLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
+func (s *Store) commitStagedLocked(b *pebble.Batch) error {
 	if err := s.health.failed(); err != nil {
 		return s.commitFailedLocked(len(s.w.ops), err)
 	}
 	b.Reset()
 	s.addStagedLocked(b)
-	return s.commitLocked(b, opts)
+	return s.commitLocked(b, false)
 }
 
 // addStagedLocked adds the staged ops to b. Other writes (a checkpoint's
@@ -218,9 +218,9 @@ func (s *Store) addStagedLocked(b *pebble.Batch) {
 // counted and logged, and a retry is armed. Once the store has failed, a
 // batch may still be in the hands of a Pebble call that call gave up on:
 // nothing touches a batch then (releaseBatch), the reusable one included.
-func (s *Store) commitLocked(b *pebble.Batch, opts *pebble.WriteOptions) error {
+func (s *Store) commitLocked(b *pebble.Batch, fsync bool) error {
 	staged := len(s.w.ops)
-	err := s.call(func() error { return b.Commit(opts) })
+	err := s.call(func() error { return s.wal.commit(b, fsync) })
 	if err == nil {
 		clear(s.w.ops)
 		s.w.failures, s.w.lastErr = 0, nil

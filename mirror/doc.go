@@ -11,7 +11,10 @@
 // appends a checkpoint to the table and only then commits it in the local
 // tier. A checkpoint whose commit failed, or whose outcome is unknown, stays
 // in flight; the next Sync looks for it in the table by name before it
-// appends it again. A new owner and the recovery planner read only the
+// appends it again. A commit that landed only some destinations (a
+// durable.PartialError: a sink object that cannot be read) marks only
+// those, and the others stay pending for the next checkpoint, so one broken
+// sink holds no other back. A new owner and the recovery planner read only the
 // durable table, so coverage a dead pod never checkpointed is replayed (a
 // lag), never assumed (a lead).
 //

@@ -220,7 +220,17 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		// land is not appended twice.
 		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
 		if err := m.appendCheckpoint(ctx, commit, sum); err != nil {
-			return err // cp stays in flight and pending
+			var partial *durable.PartialError
+			if !errors.As(err, &partial) {
+				return err // cp stays in flight and pending
+			}
+			// Some destinations landed, the others certainly not: mark
+			// those, and the rest goes to the next checkpoint.
+			if lerr := m.opts.Local.CommitLanded(ctx, cp, partial.Landed); lerr != nil {
+				return errors.Join(err, lerr) // cp stays in flight: its retry finds what landed
+			}
+			m.inFlight = nil
+			return err
 		}
 		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {
 			return err // the durable tier holds cp; marking it is retried next time

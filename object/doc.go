@@ -13,8 +13,10 @@
 // harmless because a union is idempotent. An object that cannot be read
 // (an unknown format version, a bad checksum) is never overwritten: every
 // append to its sink and every read of it fails, naming it, while other
-// sinks go on (Landed counts it as not holding a name, which can only cost
-// a re-append).
+// sinks go on: a checkpoint that touches it writes every other sink and
+// returns a *durable.PartialError naming it and listing what landed, so
+// that only that lands as committed in the local tier (Landed counts it as
+// not holding a name, which can only cost a re-append).
 // Stores that get conditional writes wrong would break this silently, so
 // CheckStore proves the store honours them before the Store writes.
 //

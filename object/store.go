@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
@@ -34,6 +35,12 @@ import (
 // the rest. Coverage may meanwhile show the earlier sinks' ranges and not
 // the later ones': each of them was durably written by its sink, so this
 // lags, never leads.
+//
+// A sink whose object cannot be read (ErrCorruptObject, ErrUnknownVersion)
+// is never written, and does not hold the others back: they are written,
+// and Append returns a *durable.PartialError naming the sinks it could not
+// write and listing the destinations that landed, so that the caller marks
+// only those and keeps the broken sink's ranges pending.
 //
 // Each sink's object records, with the checkpoint's name, its digest and
 // how many sinks it wrote to, so Landed answers true only when every one
@@ -144,12 +151,20 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 		version string
 	}
 	read := make(map[string]snapshot, len(sinks))
+	var broken []error // sinks whose objects cannot be read: left as they are
+	writable := sinks[:0:0]
 	for _, sink := range sinks {
 		readFn := s.readForWrite
 		if c.MayHaveLanded {
 			readFn = s.read // what may have landed is in the store, not in what this Store saw
 		}
 		o, version, err := readFn(ctx, sinkKey(s.opts.Prefix, sink), sink)
+		if unreadable(err) {
+			// Never overwritten, and it must not stop the other sinks:
+			// they are written, and this one reported (PartialError).
+			broken = append(broken, fmt.Errorf("sink %q (restore its object or move it aside; its ranges stay pending): %w", sink, err))
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
 		}
@@ -157,6 +172,7 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 			return err
 		}
 		read[sink] = snapshot{o, version}
+		writable = append(writable, sink)
 	}
 	if c.MayHaveLanded {
 		keys, err := s.list(ctx)
@@ -190,18 +206,31 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 			}
 		}
 	}
-	for i, sink := range sinks {
-		if err := s.write(ctx, sink, parts[sink], read[sink].o, read[sink].version); err != nil {
+	var landed []coverage.Destination
+	for written, sink := range writable {
+		err := s.write(ctx, sink, parts[sink], read[sink].o, read[sink].version)
+		if unreadable(err) {
+			broken = append(broken, fmt.Errorf("sink %q (restore its object or move it aside; its ranges stay pending): %w", sink, err))
+			continue
+		}
+		if err != nil {
 			advice := "append it again with MayHaveLanded"
-			switch {
-			case errors.Is(err, durable.ErrNameReused):
+			if errors.Is(err, durable.ErrNameReused) {
 				advice = "give every distinct checkpoint its own name"
-			case unreadable(err):
-				advice = "the object is left as it is; restore it or move it aside, then append again"
 			}
 			return fmt.Errorf("object: append %q of %q: sink %q (%d of its %d sinks written before it; %s): %w",
-				c.Name, c.Writer, sink, i, len(sinks), advice, err)
+				c.Name, c.Writer, sink, written, len(sinks), advice, err)
 		}
+		for _, dr := range parts[sink].dests {
+			landed = append(landed, dr.Destination)
+		}
+	}
+	if len(broken) > 0 {
+		err := fmt.Errorf("object: append %q of %q: %d of its %d sinks not written: %w", c.Name, c.Writer, len(broken), len(sinks), errors.Join(broken...))
+		if len(landed) == 0 {
+			return err
+		}
+		return &durable.PartialError{Landed: landed, Err: err}
 	}
 	s.stats.appends.Add(1)
 	return nil

@@ -62,13 +62,16 @@
 //     tier that fails midway is reported with how many entries were recorded
 //     (a lag: the caller retries the rest; coverage is a union, so recording
 //     twice is harmless). 200 means the local tier accepted every entry,
-//     not that it is on disk: with local.Options.Sync off (serve's default)
-//     the last records live in memory a little longer (the write-behind
-//     window and Pebble's unwritten WAL tail). A 200 survives a clean stop
-//     (SIGTERM: the final checkpoint carries it); a SIGKILL or an OOM kill
-//     may lose the records of the last few milliseconds, a machine losing
-//     power those since the last sync. That is a lag: the sinks hold the
-//     batches, and a replay of the gaps covers them.
+//     not that it is fsynced: with local.Options.Sync off (serve's default;
+//     serve --sync turns it on) a record waits in memory for up to
+//     local.Options.CommitDelay (2ms) before its write-behind commit hands
+//     it to the operating system. A 200 survives a clean stop (SIGTERM: the
+//     final checkpoint carries it, or the request gets 503), and a SIGKILL
+//     or an OOM kill once that commit ran: a kill loses at most the records
+//     of the last CommitDelay and the commit then running. A machine losing
+//     power, or a lost node, loses those since the last fsync (every
+//     checkpoint's begin is one). That is a lag: the sinks hold the batches,
+//     and a replay of the gaps covers them.
 //   - PUT /v1/positions is held to the same rules (one object, exact
 //     field names once each, numbers as numbers, UTF-8 text); a body that
 //     times out or breaks off is 408 (rule timeout or body-read), blamed on
@@ -86,6 +89,9 @@
 //     what it holds recorded), never a hidden gap or claimed coverage. The
 //     reported extents live in memory (a restart forgets them until the
 //     pipeline reports again, a lag) and only ever widen.
-//   - On Shutdown new writes answer 503, requests in flight finish, and the
-//     caller's Mirror.Close runs the final checkpoint.
+//   - On Shutdown new writes answer 503, requests in flight finish (until
+//     its context is done), and then no record request records any more:
+//     one that has not recorded by then answers 503, and Shutdown waits for
+//     those recording. The caller's Mirror.Close then runs the final
+//     checkpoint, which carries every record answered 200.
 package sidecar

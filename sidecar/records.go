@@ -361,8 +361,20 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 	// Not cancelled with the request: a client gone midway would otherwise
 	// leave a batch half recorded for no reason.
 	ctx := context.WithoutCancel(r.Context())
-	if i, err := s.opts.Mirror.RecordBatch(ctx, recs); err != nil {
+	if !s.gate.enter() {
+		s.refuse(w, r, "shutting down: nothing was recorded; retry on the next process")
+		return
+	}
+	i, err := s.opts.Mirror.RecordBatch(ctx, recs)
+	carried := s.gate.leave()
+	if err != nil {
 		s.failRecording(w, r, recs, i, err)
+		return
+	}
+	if !carried {
+		// Recorded in the local tier, but perhaps after the final
+		// checkpoint began: a 200 would promise what it may not carry.
+		s.refuse(w, r, "shutting down: recorded in the local tier after the final checkpoint began, which may not carry it; retry (recording twice is harmless)")
 		return
 	}
 	s.counters.records.WithLabelValues(routeRecords).Add(float64(len(recs)))

@@ -22,6 +22,7 @@ type Server struct {
 	http     *http.Server
 
 	draining atomic.Bool // set by Shutdown: writes answer 503
+	gate     recordGate  // record requests inside Mirror.RecordBatch (gate.go)
 }
 
 // New returns a Server; Handler serves its API, Serve serves it on a
@@ -202,9 +203,14 @@ func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) bool {
 	if !s.draining.Load() {
 		return false
 	}
-	w.Header().Set("Connection", "close")
-	s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: "shutting down", Rule: "shutting-down"})
+	s.refuse(w, r, "shutting down")
 	return true
+}
+
+// refuse answers 503 shutting-down with why.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why string) {
+	w.Header().Set("Connection", "close")
+	s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: why, Rule: "shutting-down"})
 }
 
 // Serve serves the API on ln until Shutdown; it returns nil after a
@@ -219,11 +225,19 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops the API gracefully: from now on writes (records,
 // positions, checkpoints) answer 503 "shutting down", listeners stop
-// accepting, and requests in flight finish (until ctx is done). The caller
-// then closes the Mirror, whose final checkpoint carries everything
-// recorded.
+// accepting, and requests in flight finish (until ctx is done). Then no
+// record request may record any more: one that has not recorded yet by
+// then answers 503, and Shutdown waits for those recording (recordGate).
+// The caller then closes the Mirror, whose final checkpoint carries every
+// record answered 200. A request still running when ctx is done is not
+// cut off: it goes on, and a record request among them answers 503.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.opts.Logger.Info("sidecar shutting down: new writes get 503, requests in flight finish")
-	return s.http.Shutdown(ctx)
+	err := s.http.Shutdown(ctx)
+	if n := s.gate.close(recordDrainWait); n > 0 {
+		s.opts.Logger.Warn("sidecar: record requests still recording after the shutdown window answer 503; the final checkpoint may not carry them",
+			"requests", n, "waited", recordDrainWait)
+	}
+	return err
 }

@@ -19,7 +19,7 @@ import (
 func (g *globals) localDir() string { return filepath.Join(g.state, "local") }
 
 func (g *globals) openLocal() (*local.Store, error) {
-	return local.Open(local.Options{Dir: g.localDir(), Logger: g.logger})
+	return local.Open(local.Options{Dir: g.localDir(), Logger: g.logger, Sync: g.localSync})
 }
 
 // openTable opens the coverage table in the configured catalog, or in the

@@ -81,6 +81,8 @@ type globals struct {
 	durable  string
 	object   objectSettings
 	postgres postgresSettings
+	// localSync is serve's --sync: local.Options.Sync.
+	localSync bool
 	// cfg is the configuration file's settings, for the commands' own keys
 	// (serve's source.NAME).
 	cfg *config

@@ -28,7 +28,7 @@ import (
 )
 
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]...")
+	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync]")
 	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, the coverage map, /metrics and /debug/coverage (loopback by default; another address needs --token-file)")
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", mirror.DefaultInterval, "checkpoint interval")
@@ -39,8 +39,17 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return addSource(flagSources, kv)
 	})
 	guardFlags := addGuardFlags(fs, g)
+	cfg := g.cfg
+	if cfg == nil {
+		cfg = &config{}
+	}
+	syncDefault, syncErr := parseBoolSetting("sync", cfg.value("sync", "COVMIRROR_SYNC", ""))
+	fs.BoolVar(&g.localSync, "sync", syncDefault, "fsync the local tier's write-ahead log at every commit, so that a 200 survives a power loss too (off: a 200 survives a SIGKILL or OOM kill once its write-behind commit ran, within milliseconds; a power loss costs what was not synced) (env COVMIRROR_SYNC; config file sync)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if syncErr != nil {
+		return usageError{fmt.Errorf("serve: %w", syncErr)}
 	}
 	if *interval <= 0 || *maxBody <= 0 || *mirrorEvery < 0 {
 		return usageError{errors.New("serve: --interval and --max-body must be positive, --mirror-every not negative")}
@@ -106,12 +115,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	runErr := m.Run(ctx) // until SIGTERM
 	// Stop accepting, answer 503 to new writes, let requests in flight
-	// finish; then the final checkpoint carries everything they recorded.
+	// finish; a record request not done when the window ends answers 503.
+	// Then the final checkpoint carries every record answered 200.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownWindow)
 	defer cancel()
 	shutErr := srv.Shutdown(shutdownCtx)
 	if shutErr != nil {
-		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were not answered (their connections were closed): their callers must retry them; what they recorded before is in the final checkpoint: %w", shutdownWindow, shutErr)
+		shutErr = fmt.Errorf("serve: requests still in flight %s after SIGTERM were left running: a record request among them answers 503 and its caller must retry it; every record answered 200 is in the final checkpoint: %w", shutdownWindow, shutErr)
 	}
 	err = errors.Join(runErr, shutErr, explainWriteFailure(shutdownCtx, tableOf(tier), m.Close()))
 	if positions != nil {
