@@ -13,6 +13,6 @@
 // after any round of it; and once recovery has converged, every batch the
 // producer published is in raw and in every sink, and committed coverage
 // is exactly what each sink holds. It also holds serve to its record API's
-// promise: a record answered 200 is in committed coverage once serve, killed
-// after answering, has come back.
+// promise: with serve --sync (odd seeds), a record answered 200 is in
+// committed coverage once serve, killed after answering, has come back.
 package pipelinetest

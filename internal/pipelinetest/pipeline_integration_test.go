@@ -53,6 +53,10 @@ func runPipeline(t *testing.T, bin string, seed uint64) {
 		broker: startBroker(t, ctx, partitions), pg: openPostgres(t, ctx), redis: redis,
 		cache: newRedisSink(redis), serve: newServe(bin, t.TempDir())}
 	t.Cleanup(func() { _ = pl.cache.c.Close() })
+	// Odd seeds run serve with --sync, even ones with its default, whose
+	// 200 may be lost to a SIGKILL within the write-behind's CommitDelay.
+	pl.serve.sync = seed%2 == 1
+	t.Logf("seed %d: serve --sync %v", seed, pl.serve.sync)
 	if err := pl.serve.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +109,9 @@ func runPipeline(t *testing.T, bin string, seed uint64) {
 		t.Fatal(err)
 	}
 	pl.checkNoLead(t, ctx, "before recovery")
-	pl.checkAnsweredKept(t, ctx, "before recovery")
+	if pl.serve.sync {
+		pl.checkAnsweredKept(t, ctx, "before recovery")
+	}
 
 	acked, err := pl.broker.ackedExtents(ctx, partitions)
 	if err != nil {

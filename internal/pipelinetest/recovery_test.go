@@ -211,8 +211,10 @@ func (pl *pipeline) checkNoLead(t *testing.T, ctx context.Context, when string) 
 // checkAnsweredKept fails the test if committed coverage lacks a batch a
 // record call got a 200 for: serve lost an answered record when it was
 // killed. Not a lead (a lag a replay covers), but a broken promise of the
-// record API, and at the stream's end one no plan would find without the
-// broker's acked positions.
+// record API with serve --sync, and at the stream's end one no plan would
+// find without the broker's acked positions. Without --sync a SIGKILL may
+// lose the records of the last CommitDelay (documented), so it is checked
+// only for a serve run with --sync.
 func (pl *pipeline) checkAnsweredKept(t *testing.T, ctx context.Context, when string) {
 	t.Helper()
 	cov, err := pl.committed(ctx)

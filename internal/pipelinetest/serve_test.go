@@ -54,6 +54,7 @@ func (l *lockedBuffer) String() string {
 // then fails and is dropped, as a pipeline drops it (a lag).
 type serveProc struct {
 	bin, state string
+	sync       bool       // serve --sync: a 200 is fsynced before it is sent
 	mu         sync.Mutex // guards cmd
 	cmd        *exec.Cmd
 	addr       atomic.Pointer[string]
@@ -74,8 +75,12 @@ func (s *serveProc) start() error {
 	if s.cmd != nil {
 		return fmt.Errorf("serve is already running")
 	}
-	cmd := exec.Command(s.bin, "--state", s.state, "--writer", "pipeline", "serve",
-		"--addr", "127.0.0.1:0", "--interval", "500ms", "--source", "orders=broker-managed")
+	args := []string{"--state", s.state, "--writer", "pipeline", "serve",
+		"--addr", "127.0.0.1:0", "--interval", "500ms", "--source", "orders=broker-managed"}
+	if s.sync {
+		args = append(args, "--sync")
+	}
+	cmd := exec.Command(s.bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
