@@ -209,7 +209,7 @@ func TestServe(t *testing.T) {
 	if err := Run(context.Background(), append(global, "gaps", "--json"), &gaps, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(gaps.String()) != `[{"sink":"lake","topic":"t","partition":0,"start":4,"end":6}]` {
+	if strings.TrimSpace(gaps.String()) != `[{"sink":"lake","topic":"t","partition":0,"start":4,"end":6,"kind":"replay"}]` {
 		t.Fatalf("after serve's final checkpoint, gaps %s", gaps.String())
 	}
 }

@@ -84,7 +84,7 @@ func TestStatePathWithURLCharacters(t *testing.T) {
 	mustRun(t, state, "record", "--sink", "raw", "--topic", "t", "--range", "1:9")
 	mustRun(t, state, "record", "--sink", "lake", "--topic", "t", "--range", "1:5")
 	mustRun(t, state, "checkpoint")
-	if got := strings.TrimSpace(mustRun(t, state, "gaps", "--json")); got != `[{"sink":"lake","topic":"t","partition":0,"start":5,"end":9}]` {
+	if got := strings.TrimSpace(mustRun(t, state, "gaps", "--json")); got != `[{"sink":"lake","topic":"t","partition":0,"start":5,"end":9,"kind":"replay"}]` {
 		t.Fatalf("gaps after a checkpoint: %s", got)
 	}
 	entries, _ := os.ReadDir(parent)
@@ -118,7 +118,7 @@ func TestObjectStateWithURLCharacters(t *testing.T) {
 			mustRun(t, state, "--durable", "object", "record", "--sink", "raw", "--topic", "t", "--range", "1:9")
 			mustRun(t, state, "--durable", "object", "record", "--sink", "lake", "--topic", "t", "--range", "1:5")
 			mustRun(t, state, "--durable", "object", "checkpoint")
-			if got := strings.TrimSpace(mustRun(t, state, "--durable", "object", "gaps", "--json")); got != `[{"sink":"lake","topic":"t","partition":0,"start":5,"end":9}]` {
+			if got := strings.TrimSpace(mustRun(t, state, "--durable", "object", "gaps", "--json")); got != `[{"sink":"lake","topic":"t","partition":0,"start":5,"end":9,"kind":"replay"}]` {
 				t.Fatalf("gaps after a checkpoint: %s", got)
 			}
 			if entries, err := os.ReadDir(filepath.Join(state, "objects", "sinks")); err != nil || len(entries) != 2 {
