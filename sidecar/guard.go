@@ -129,7 +129,12 @@ func validBearer(header string, want [sha256.Size]byte) bool {
 // lowercased and without a trailing dot ("localhost." is localhost).
 func hostName(hostport string) string {
 	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
+	if h, port, err := net.SplitHostPort(hostport); err == nil {
+		// SplitHostPort does not look at the port: "localhost:evil" is
+		// no port of this server.
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return ""
+		}
 		host = h
 	}
 	return normalHost(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))

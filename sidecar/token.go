@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // ErrTokenFile: a token file that must not be used (readable or writable
@@ -20,7 +21,13 @@ var ErrTokenFile = errors.New("sidecar: unusable token file")
 // access control) holding at least MinTokenLength visible ASCII
 // characters. Errors never quote the content.
 func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	// Not a regular file (a FIFO nobody writes would block open(2)
+	// forever): refused before it is opened. The check after the open
+	// still decides, on the file actually opened.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is not a regular file", ErrTokenFile, path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", fmt.Errorf("sidecar: reading the token file: %w", err)
 	}
