@@ -53,7 +53,7 @@ type Assignment struct {
 
 // Tasks cuts a's Replay into tasks of a's Kind of at most maxBatches each
 // (zero: one task per range), ready for Recover, and at most maxTasks of
-// them (zero or negative: no limit) with an error wrapping
+// them, the first ones (zero or negative: no limit), with an error wrapping
 // ErrPlanTruncated past it, as Plan does.
 func (a Assignment) Tasks(maxBatches uint64, maxTasks int) ([]Task, error) {
 	set, _ := coverage.NewRangeSet(a.Replay...) // Resume's ranges are valid
@@ -71,9 +71,13 @@ type ResumeOptions struct {
 	Sinks []string
 	// Extents are source acked extents (coverage.Extent): the one of the
 	// resumed (topic, partition), if given, widens where the reference's
-	// holes are looked for to the whole of it, and below its end the sinks'
-	// share of those holes is replay work at once (raw holds what the
-	// source acked). Extents of other partitions are ignored, so an owner
+	// holes are looked for to the whole of it (below its start too, and past
+	// its end). Those holes are verify-reference work for the reference
+	// only: the sinks' replay is measured against the reference's committed
+	// coverage, so their share of a hole follows on a later Resume or Plan,
+	// once the verification re-recorded what raw holds (an over-reported
+	// extent then costs a verification, never a claimed batch). Extents of
+	// other partitions are ignored, so an owner
 	// may pass the extents of all its partitions to each Resume. Zero
 	// value: none known.
 	Extents []coverage.Extent
@@ -104,13 +108,15 @@ func (o *ResumeOptions) Validate() error {
 // or a sink: a sink is written only once raw is durable) and, with the
 // partition's extent in Extents, over the whole extent too
 // (ReferenceHoles). Then one assignment (Kind replay) per other sink of
-// Sinks, in order, against the reference's coverage extended by its holes
-// below the extent's end.
+// Sinks, in order, against the reference's committed coverage only: a
+// sink's share of a reference hole is replay work once the hole is
+// verified and re-recorded, on the next Resume or Plan.
 //
 // A rebalancing owner knows the broker's committed position of each
 // partition it is handed: it passes it, mapped to a batch id, as the
 // extent's End, so batches raw durably holds but whose records were lost
-// with the previous pod are verified and replayed, not silently skipped.
+// with the previous pod are verified (then, on the next Resume or Plan,
+// replayed), not silently skipped.
 func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -135,15 +141,12 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
 	}
-	// The sinks' reference: raw's coverage, and below the acked end its
-	// holes too (raw holds what the source acked). Holes above the acked
-	// end are unverified: no sink's work yet.
-	ref := committed.Clone()
-	for r := range holes.All() {
-		if r.Start < extent.End {
-			_ = ref.Add(coverage.Range{Start: r.Start, End: min(r.End, extent.End)})
-		}
-	}
+	// The sinks' reference is raw's committed coverage only: a hole, even
+	// below the acked end, is raw's to verify first (an over-reported end
+	// would otherwise hand the sinks batches raw never held); the sinks'
+	// share follows on a later Resume or Plan, once raw's verification
+	// re-recorded what raw holds.
+	ref := committed
 	out := []Assignment{{Destination: refDest, Kind: KindVerifyReference, Covered: committed.Ranges(), Replay: holes.Ranges()}}
 	for _, sink := range opts.Sinks {
 		if sink == opts.Reference {
@@ -157,7 +160,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 		if covered == nil {
 			covered = new(coverage.RangeSet)
 		}
-		gaps := coverage.Gaps(&ref, covered)
+		gaps := coverage.Gaps(ref, covered)
 		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges()})
 	}
 	return out, nil
@@ -177,9 +180,12 @@ type PlanOptions struct {
 	MaxBatches uint64
 	// MaxTasks caps how many tasks one Plan returns: a hole of 10^18
 	// batches (one stray record far from the rest) is 10^14 tasks of
-	// 10,000, more than any memory holds. Past it Plan returns the first
-	// MaxTasks tasks, in order, with an error wrapping ErrPlanTruncated:
-	// recover those and plan again. Zero value: DefaultMaxTasks. Negative:
+	// 10,000, more than any memory holds. Past it Plan takes MaxTasks
+	// tasks in turn from every destination with work, in destination order
+	// (each destination's first task, then each one's second, ...), so one
+	// destination's huge hole never starves another's work, and returns
+	// them in order with an error wrapping ErrPlanTruncated: recover those
+	// and plan again. Zero value: DefaultMaxTasks. Negative:
 	// no cap, for a plan with MaxBatches at least as large as any gap,
 	// which holds one task per gap (what the table's rows already bound).
 	MaxTasks int
@@ -315,51 +321,101 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.
+	sortTasks(tasks)
+	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
+}
+
+// ErrPlanTruncated: the plan has more tasks than PlanOptions.MaxTasks; the
+// tasks returned with it were taken in turn from every destination with
+// work (see cut), so no destination's work waits behind another's.
+var ErrPlanTruncated = errors.New("the plan is longer than its task limit")
+
+// gapCursor is what is left of one destination's gaps: gaps[0] from start.
+type gapCursor struct {
+	gaps  []Task
+	start uint64
+}
+
+// take is the cursor's next task of at most maxBatches (zero: no limit).
+func (c *gapCursor) take(maxBatches uint64) Task {
+	g := c.gaps[0]
+	end := g.Range.End
+	if maxBatches > 0 && end-c.start > maxBatches {
+		end = c.start + maxBatches
+	}
+	t := Task{Destination: g.Destination, Range: coverage.Range{Start: c.start, End: end}, Kind: g.Kind}
+	if c.start = end; end == g.Range.End {
+		if c.gaps = c.gaps[1:]; len(c.gaps) > 0 {
+			c.start = c.gaps[0].Range.Start
+		}
+	}
+	return t
+}
+
+// cut splits gap-sized tasks, sorted by destination and batch, into tasks
+// of at most maxBatches (zero: no limit), stopping at maxTasks (zero or
+// negative: no limit) with ErrPlanTruncated. Past maxTasks a plan would
+// otherwise hold only its first destinations' work (an over-reported
+// extent's hole in raw fills it, and a sink's replay sorted after raw is
+// never reached): so tasks are taken in turn, one from each destination
+// with work left, in destination order (every destination's first task,
+// then every one's second, ...), and returned sorted by destination and
+// batch.
+func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
+	var live []*gapCursor
+	for i := 0; i < len(gaps); {
+		j := i + 1
+		for j < len(gaps) && gaps[j].Destination == gaps[i].Destination {
+			j++
+		}
+		live = append(live, &gapCursor{gaps: gaps[i:j], start: gaps[i].Range.Start})
+		i = j
+	}
+	var out []Task
+	for len(live) > 0 {
+		kept := live[:0]
+		for k, c := range live {
+			if maxTasks > 0 && len(out) == maxTasks {
+				sortTasks(out)
+				return out, fmt.Errorf("mirror: plan: %w: these are %d tasks, taken in turn from each of the %d destinations with work, and %s batches more are planned after them: recover these and plan again",
+					ErrPlanTruncated, maxTasks, len(kept)+len(live)-k, batchesLeft(append(kept, live[k:]...)))
+			}
+			out = append(out, c.take(maxBatches))
+			if len(c.gaps) > 0 {
+				kept = append(kept, c)
+			}
+		}
+		live = kept
+	}
+	sortTasks(out)
+	return out, nil
+}
+
+// sortTasks orders tasks by destination and batch.
+func sortTasks(tasks []Task) {
 	slices.SortFunc(tasks, func(a, b Task) int {
 		if c := a.Destination.Compare(b.Destination); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Range.Start, b.Range.Start)
 	})
-	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
 }
 
-// ErrPlanTruncated: the plan has more tasks than PlanOptions.MaxTasks; the
-// tasks returned with it are the first ones, in order.
-var ErrPlanTruncated = errors.New("the plan is longer than its task limit")
-
-// cut splits gap-sized tasks into tasks of at most maxBatches (zero: no
-// limit), stopping at maxTasks (zero or negative: no limit) with
-// ErrPlanTruncated.
-func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
-	var out []Task
-	for i, g := range gaps {
-		for start := g.Range.Start; start < g.Range.End; {
-			if maxTasks > 0 && len(out) == maxTasks {
-				last := out[len(out)-1]
-				return out, fmt.Errorf("mirror: plan: %w: these are the first %d tasks (up to %s %s), and %s batches more are planned after them: recover these and plan again",
-					ErrPlanTruncated, maxTasks, last.Destination, last.Range, batchesLeft(g.Range.End-start, gaps[i+1:]))
+// batchesLeft sums the batches the cursors have left, saying "more than"
+// where the sum passes uint64.
+func batchesLeft(cs []*gapCursor) string {
+	var sum uint64
+	for _, c := range cs {
+		for i, g := range c.gaps {
+			n := g.Range.Len()
+			if i == 0 {
+				n = g.Range.End - c.start
 			}
-			end := g.Range.End
-			if maxBatches > 0 && end-start > maxBatches {
-				end = start + maxBatches
+			if sum > math.MaxUint64-n {
+				return fmt.Sprintf("more than %d", uint64(math.MaxUint64))
 			}
-			out = append(out, Task{Destination: g.Destination, Range: coverage.Range{Start: start, End: end}, Kind: g.Kind})
-			start = end
+			sum += n
 		}
-	}
-	return out, nil
-}
-
-// batchesLeft sums first and the batches of rest, saying "more than" where
-// the sum passes uint64.
-func batchesLeft(first uint64, rest []Task) string {
-	sum := first
-	for _, t := range rest {
-		if sum > math.MaxUint64-t.Range.Len() {
-			return fmt.Sprintf("more than %d", uint64(math.MaxUint64))
-		}
-		sum += t.Range.Len()
 	}
 	return strconv.FormatUint(sum, 10)
 }
