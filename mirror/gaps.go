@@ -54,12 +54,17 @@ func GapsOf(tasks []Task, f GapsFilter) []Gap {
 	out := make([]Gap, 0, len(tasks))
 	for _, t := range tasks {
 		d := t.Destination
-		if (f.Sink != "" && d.Sink != f.Sink) || (f.Topic != "" && d.Topic != f.Topic) || (f.Partition != nil && d.Partition != *f.Partition) {
+		if !f.Selects(d) {
 			continue
 		}
 		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End, Kind: kindOf(t)})
 	}
 	return out
+}
+
+// Selects reports whether f's Sink, Topic and Partition select d.
+func (f GapsFilter) Selects(d coverage.Destination) bool {
+	return (f.Sink == "" || d.Sink == f.Sink) && (f.Topic == "" || d.Topic == f.Topic) && (f.Partition == nil || d.Partition == *f.Partition)
 }
 
 // kindOf is t's kind, the zero one spelled out (KindReplay).

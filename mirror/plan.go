@@ -201,6 +201,11 @@ type PlanOptions struct {
 	// are found between the lowest and the highest batch any destination of
 	// the partition covers.
 	Extents []coverage.Extent
+	// Only keeps the tasks of the destinations it selects, dropped before
+	// the plan is cut to MaxTasks, so a filtered plan is never emptied by
+	// other destinations' work (the holes are still looked for over every
+	// destination's coverage). Zero value: every destination.
+	Only func(coverage.Destination) bool
 }
 
 // PlanOptions' defaults.
@@ -318,6 +323,9 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 			gaps := coverage.Gaps(ref, covered)
 			tasks = append(tasks, gapTasks(target, KindReplay, &gaps)...)
 		}
+	}
+	if opts.Only != nil {
+		tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !opts.Only(t.Destination) })
 	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.

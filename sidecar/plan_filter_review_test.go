@@ -41,4 +41,9 @@ func TestPlanFilterSeesPastOtherTopicsTasks(t *testing.T) {
 	if rows := gapRows(t, a); !slices.Contains(rows, want) {
 		t.Fatalf("plan of orders-b with an extent of orders-a: %v, want it to hold %v", rows, want)
 	}
+	// Even a plan of one task: filtered first, then cut.
+	a = p.do(t, "GET", "/v1/plan?topic=orders-b&max_tasks=1", "", nil)
+	if rows := gapRows(t, a); !slices.Equal(rows, []mirror.Gap{want}) {
+		t.Fatalf("plan of orders-b, max_tasks=1, with an extent of orders-a: %v, want [%v]", rows, want)
+	}
 }

@@ -145,8 +145,9 @@ func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, gaps)
 }
 
-// planTruncatedHeader is set on a /v1/plan answer holding only the plan's
-// first max_tasks tasks: recover those and ask again.
+// planTruncatedHeader is set on a /v1/plan answer holding only max_tasks
+// of the plan's tasks (taken in turn from every destination with work):
+// recover those and ask again.
 const planTruncatedHeader = "Covmirror-Plan-Truncated"
 
 // plan is GET|POST /v1/plan: the recovery plan, as `covmirror plan
@@ -156,7 +157,9 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts := mirror.PlanOptions{Reference: f.Reference, Extents: f.Extents}
+	// Filtered before it is cut to max_tasks: another topic's work must not
+	// fill the plan of this one.
+	opts := mirror.PlanOptions{Reference: f.Reference, Extents: f.Extents, Only: f.Selects}
 	for _, p := range []struct {
 		name string
 		set  func(n uint64)

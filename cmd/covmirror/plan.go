@@ -37,7 +37,8 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	defer closer.Close()
 	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents})
 	if errors.Is(err, mirror.ErrPlanTruncated) {
-		// Not a failure: the plan's head, in order, is what to do first.
+		// Not a failure: these tasks, taken in turn from every destination
+		// with work, are what to do first.
 		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)
 	} else if err != nil {
 		return err
