@@ -18,10 +18,14 @@ import (
 // body may, and a PUT's answer should not grow with it.
 func TestExtentBookBoundsBytes(t *testing.T) {
 	b := NewExtentBook(0)
-	for k := range 10 {
-		es := make([]coverage.Extent, 0, DefaultMaxExtents/10)
-		for i := range DefaultMaxExtents / 10 {
-			es = append(es, coverage.Extent{Topic: fmt.Sprintf("t%06d", k*DefaultMaxExtents/10+i) + strings.Repeat("x", 993), End: 1})
+	// Reports of 5,000 topics (5 MB, under one request body): a report of
+	// 10,000 would be refused whole by any bound of one body, leaving the
+	// book empty for the PUT below.
+	const per = DefaultMaxExtents / 20
+	for k := range 20 {
+		es := make([]coverage.Extent, 0, per)
+		for i := range per {
+			es = append(es, coverage.Extent{Topic: fmt.Sprintf("t%06d", k*per+i) + strings.Repeat("x", 993), End: 1})
 		}
 		if err := b.Report(es); err != nil {
 			break // a bound that refuses is what is wanted
