@@ -130,4 +130,3 @@ func hex4(str []byte, i int) (rune, bool) {
 	v, err := strconv.ParseUint(string(str[i:i+4]), 16, 32)
 	return rune(v), err == nil
 }
-
