@@ -385,8 +385,8 @@ func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
 		for k, c := range live {
 			if maxTasks > 0 && len(out) == maxTasks {
 				sortTasks(out)
-				return out, fmt.Errorf("mirror: plan: %w: these are %d tasks, taken in turn from each of the %d destinations with work, and %s batches more are planned after them: recover these and plan again",
-					ErrPlanTruncated, maxTasks, len(kept)+len(live)-k, batchesLeft(append(kept, live[k:]...)))
+				return out, fmt.Errorf("mirror: plan: %w: these are %d tasks, taken in turn from every destination with work, and %s batches more are planned after them: recover these and plan again",
+					ErrPlanTruncated, maxTasks, batchesLeft(append(kept, live[k:]...)))
 			}
 			out = append(out, c.take(maxBatches))
 			if len(c.gaps) > 0 {

@@ -34,3 +34,15 @@ func TestAckedEndsUnreadableIsAFailure(t *testing.T) {
 		t.Errorf("--acked-ends - with a failing standard input: exit %d (%v), want 1", code, err)
 	}
 }
+
+// An explicit empty --acked-ends is a usage error, not "no extents".
+func TestAckedEndsEmptyIsAUsageError(t *testing.T) {
+	state := t.TempDir()
+	if _, err := runWithStdin(t, state, "", "checkpoint"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runWithStdin(t, state, "", "plan", "--acked-ends", "")
+	if code := exitCode(err); code != 2 {
+		t.Errorf("--acked-ends '': exit %d (%v), want 2", code, err)
+	}
+}
