@@ -189,10 +189,12 @@ type PlanOptions struct {
 	// no cap, for a plan with MaxBatches at least as large as any gap,
 	// which holds one task per gap (what the table's rows already bound).
 	MaxTasks int
-	// Sinks are the sinks every reference topic and partition is written
-	// to. Zero value: for each topic, the sinks the table has rows of for
-	// that topic (a sink that never wrote a topic at all is then unknown:
-	// name it here).
+	// Sinks are sinks every reference topic and partition is written to,
+	// besides the sinks the table has rows of for each topic (those are
+	// always planned, so naming sinks never hides one). The planner learns a
+	// topic's sinks from its rows only: a sink without a row of a topic it
+	// writes (a topic lost on every destination, known from its extent) is
+	// unknown unless named here. Zero value: only the sinks with rows.
 	Sinks []string
 	// Extents are the source's acked extents (coverage.Extent), where
 	// known: a partition's reference holes are then looked for over its
@@ -307,11 +309,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 			return nil, fmt.Errorf("mirror: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 		}
 		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
-		sinks := opts.Sinks
-		if len(sinks) == 0 {
-			sinks = sinksOf[d.Topic]
-		}
-		for _, sink := range uniq(sinks) {
+		for _, sink := range uniq(append(slices.Clone(opts.Sinks), sinksOf[d.Topic]...)) {
 			if sink == opts.Reference {
 				continue
 			}

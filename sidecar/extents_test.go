@@ -2,10 +2,12 @@ package sidecar
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/mirror"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -92,5 +94,46 @@ func TestRequestsLabelledByMethod(t *testing.T) {
 		if got := m.GetCounter().GetValue(); got != 1 {
 			t.Errorf("requests{route=%q,code=%d} = %v after %s %s, want 1", c.label, a.code, got, c.method, c.path)
 		}
+	}
+}
+
+// Named sinks (Options.Sinks, or sinks= on the request) get their gaps in a
+// topic they have no rows of; the sinks with rows are planned either way.
+func TestNamedSinksReachATopicWithoutTheirRows(t *testing.T) {
+	for _, c := range []struct {
+		name, query string
+		sinks       []string
+		want        bool
+	}{
+		{"none named", "", nil, false},
+		{"Options.Sinks", "", []string{"lake"}, true},
+		{"sinks=", "?sinks=lake", nil, true},
+		{"sinks= over Options.Sinks", "?sinks=warehouse", []string{"lake"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPod(t, func(o *Options) { o.Sinks = c.sinks })
+			for _, body := range []string{
+				`[{"sink":"raw","topic":"payments","partition":0,"start":0,"end":20}]`,
+				`[{"sink":"raw","topic":"orders","partition":0,"start":0,"end":20}]`,
+				`[{"sink":"lake","topic":"orders","partition":0,"start":0,"end":20}]`,
+			} {
+				if a := p.do(t, "POST", "/v1/records", "application/json", []byte(body)); a.code != 200 {
+					t.Fatalf("record: %d %s", a.code, a.raw)
+				}
+			}
+			if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 {
+				t.Fatalf("checkpoint: %d %s", a.code, a.raw)
+			}
+			want := mirror.Gap{Sink: "lake", Topic: "payments", Start: 0, End: 20, Kind: mirror.KindReplay}
+			for _, route := range []string{"/v1/gaps", "/v1/plan"} {
+				if got := slices.Contains(gapRows(t, p.do(t, "GET", route+c.query, "", nil)), want); got != c.want {
+					t.Errorf("%s%s with Options.Sinks %v: holds %v: %v, want %v", route, c.query, c.sinks, want, got, c.want)
+				}
+			}
+		})
+	}
+	p := newPod(t, nil)
+	if a := p.do(t, "GET", "/v1/plan?sinks=lake,,x", "", nil); a.code != 400 || a.body["rule"] != "query" {
+		t.Fatalf("sinks=lake,,x: %d %s, want 400 query", a.code, a.raw)
 	}
 }
