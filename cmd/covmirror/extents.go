@@ -66,6 +66,24 @@ func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Ex
 	return es, nil
 }
 
+// sinksFlag registers --sinks: sink names, comma-separated, each valid
+// (mirror.PlanOptions.Sinks), def the default.
+func sinksFlag(fs *flag.FlagSet, def, use string) *[]string {
+	sinks := splitList(def)
+	fs.Func("sinks", use, func(v string) error {
+		sinks = nil
+		for _, name := range strings.Split(v, ",") {
+			d := coverage.Destination{Sink: strings.TrimSpace(name), Topic: "t"}
+			if err := d.Validate(); err != nil {
+				return fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
+			}
+			sinks = append(sinks, d.Sink)
+		}
+		return nil
+	})
+	return &sinks
+}
+
 // addStart reads one --stream-start TOPIC=N (or config start.TOPIC = N)
 // into starts.
 func addStart(starts map[string]uint64, topic, n string) error {
