@@ -5,7 +5,7 @@
 -- partition covers (a sink is written only once raw is durable, so raw held
 -- every batch a sink holds): a partition only sinks have rows of is one
 -- whole hole, unless the reference has no rows at all (a misspelt
--- reference). `covmirror gaps --json` gives the same rows, computed in Go.
+-- reference). `covmirror gaps --json` gives these rows, computed in Go, with a kind each.
 --
 -- The reference's rows are merged first (see coverage.sql). A sink's rows
 -- are not: one window pass over them as they are (overlapping, repeated)
