@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/covmirror/covmirror/internal/wirejson"
 )
 
 // ErrInvalidExtent: a source extent that is not a valid [start, end) of one
@@ -97,6 +99,46 @@ func ParseExtents(r io.Reader) ([]Extent, error) {
 	return ParseExtentsStarting(r, nil)
 }
 
+// wireExtent is an extent as sent.
+type wireExtent struct {
+	Topic     *string `json:"topic"`
+	Partition *int32  `json:"partition"`
+	Start     *uint64 `json:"start"`
+	End       *uint64 `json:"end"`
+}
+
+const extentShape = `{"topic","partition","start","end"} (start optional)`
+
+var extentFields = wirejson.Fields{
+	Names:   []string{"topic", "partition", "start", "end"},
+	Numbers: []bool{false, true, true, true},
+	What:    "topic, partition, start and end",
+}
+
+// jsonProblem says what encoding/json refused without its Go types: a
+// field of the wrong type or range is named with the JSON value given.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("field %q: %s is not %s", te.Field, te.Value, wantOf(te.Field))
+	case errors.As(err, &te):
+		return "got a JSON " + te.Value
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// wantOf is what field must hold.
+func wantOf(field string) string {
+	switch field {
+	case "partition":
+		return "an integer from 0 to 2147483647"
+	case "start", "end":
+		return fmt.Sprintf("a batch id (an integer from 0 to %d)", uint64(MaxBatchEnd))
+	}
+	return "a string"
+}
+
 // ParseExtentsStarting is ParseExtents where an extent without "start"
 // takes its topic's declared start, starts[topic] (absent: 0): the first
 // batch id of a stream whose ids do not begin at 0. An explicit "start",
@@ -109,16 +151,13 @@ func ParseExtentsStarting(r io.Reader, starts map[string]uint64) ([]Extent, erro
 	if len(data) > MaxExtentsBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes of JSON", ErrInvalidExtent, MaxExtentsBytes)
 	}
+	// Each object is read on its own so that the record API's strict
+	// checks (wirejson.Check: a field given twice, a field in another case,
+	// a string that is not UTF-8) apply to it, and errors name no Go type.
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var raw []struct {
-		Topic     *string `json:"topic"`
-		Partition *int32  `json:"partition"`
-		Start     *uint64 `json:"start"`
-		End       *uint64 `json:"end"`
-	}
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%w: want a JSON array of {\"topic\",\"partition\",\"start\",\"end\"} (start optional): %w", ErrInvalidExtent, err)
+	var objs []json.RawMessage
+	if err := dec.Decode(&objs); err != nil {
+		return nil, fmt.Errorf("%w: want a JSON array of %s: %s", ErrInvalidExtent, extentShape, jsonProblem(err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: data after the JSON array", ErrInvalidExtent)
@@ -126,8 +165,22 @@ func ParseExtentsStarting(r io.Reader, starts map[string]uint64) ([]Extent, erro
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the JSON array", ErrInvalidExtent)
 	}
-	if raw == nil {
+	if objs == nil {
 		return nil, fmt.Errorf("%w: want a JSON array, not null", ErrInvalidExtent)
+	}
+	raw := make([]wireExtent, len(objs))
+	for i, obj := range objs {
+		if len(obj) == 0 || obj[0] != '{' {
+			return nil, fmt.Errorf("%w: extent %d is not an object %s", ErrInvalidExtent, i, extentShape)
+		}
+		if e := wirejson.Check(obj, extentFields); e != nil {
+			return nil, fmt.Errorf("%w: extent %d: %w", ErrInvalidExtent, i, e)
+		}
+		d := json.NewDecoder(bytes.NewReader(obj))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&raw[i]); err != nil {
+			return nil, fmt.Errorf("%w: extent %d: %s", ErrInvalidExtent, i, jsonProblem(err))
+		}
 	}
 	out := make([]Extent, 0, len(raw))
 	for i, x := range raw {

@@ -30,7 +30,10 @@
 // the gap metrics and the coverage map share. An extent only ever widens
 // where holes are looked for, never narrows it, so no hole is hidden by an
 // extent and an over-reported one costs a verification, never a claimed
-// batch. A rebalancing owner passes the broker's committed position of
+// batch: the sinks' replay, in Resume as in Plan, is measured against the
+// reference's committed coverage only, so a sink's share of a hole (below
+// the extent's start or past raw's last batch alike) is work only once the
+// verification re-recorded it. A rebalancing owner passes the broker's committed position of
 // each partition it takes over, as a batch id, as the extent's End.
 // Recover closes such a hole
 // only as far as a ReferenceVerifier read raw back and found the batches:

@@ -23,9 +23,9 @@ type GapMetricsOptions struct {
 	Table *iceberg.Table
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
-	// Sinks are the sinks every reference partition is written to, as
-	// PlanOptions.Sinks. Zero value: per topic, the sinks the table has rows
-	// of.
+	// Sinks are sinks every reference partition is written to, besides
+	// those with rows, as PlanOptions.Sinks. Zero value: per topic, the
+	// sinks the table has rows of.
 	Sinks []string
 	// Extents, when set, gives each refresh the source's acked extents
 	// (PlanOptions.Extents): the reference's holes are then counted over

@@ -33,6 +33,10 @@ type GapsFilter struct {
 	// select nothing, they widen where the reference's holes are looked
 	// for. Zero value: none known.
 	Extents []coverage.Extent
+	// Sinks are sinks every topic is written to, as PlanOptions.Sinks:
+	// they select nothing, they add the named sinks' gaps in topics they
+	// have no rows of. Zero value: the sinks with rows of each topic.
+	Sinks []string
 }
 
 // CommittedGaps is the recovery plan with tasks as large as the gaps, from
@@ -41,25 +45,30 @@ type GapsFilter struct {
 // sink, topic, partition and start, then filtered. A reference without rows
 // in a table that has rows is a *NoReferenceError, as in Plan.
 func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
-	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, MaxBatches: math.MaxUint64, MaxTasks: -1})
+	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Only: f.Selects})
 	if err != nil {
 		return nil, err
 	}
 	return GapsOf(tasks, f), nil
 }
 
-// GapsOf turns plan tasks into gaps, keeping those f selects (its Reference
-// and Extents are not used). It never returns nil.
+// GapsOf turns plan tasks into gaps, keeping those f selects (its Reference,
+// Extents and Sinks are not used). It never returns nil.
 func GapsOf(tasks []Task, f GapsFilter) []Gap {
 	out := make([]Gap, 0, len(tasks))
 	for _, t := range tasks {
 		d := t.Destination
-		if (f.Sink != "" && d.Sink != f.Sink) || (f.Topic != "" && d.Topic != f.Topic) || (f.Partition != nil && d.Partition != *f.Partition) {
+		if !f.Selects(d) {
 			continue
 		}
 		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End, Kind: kindOf(t)})
 	}
 	return out
+}
+
+// Selects reports whether f's Sink, Topic and Partition select d.
+func (f GapsFilter) Selects(d coverage.Destination) bool {
+	return (f.Sink == "" || d.Sink == f.Sink) && (f.Topic == "" || d.Topic == f.Topic) && (f.Partition == nil || d.Partition == *f.Partition)
 }
 
 // kindOf is t's kind, the zero one spelled out (KindReplay).

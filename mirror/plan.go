@@ -3,12 +3,9 @@ package mirror
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -53,7 +50,7 @@ type Assignment struct {
 
 // Tasks cuts a's Replay into tasks of a's Kind of at most maxBatches each
 // (zero: one task per range), ready for Recover, and at most maxTasks of
-// them (zero or negative: no limit) with an error wrapping
+// them, the first ones (zero or negative: no limit), with an error wrapping
 // ErrPlanTruncated past it, as Plan does.
 func (a Assignment) Tasks(maxBatches uint64, maxTasks int) ([]Task, error) {
 	set, _ := coverage.NewRangeSet(a.Replay...) // Resume's ranges are valid
@@ -71,9 +68,13 @@ type ResumeOptions struct {
 	Sinks []string
 	// Extents are source acked extents (coverage.Extent): the one of the
 	// resumed (topic, partition), if given, widens where the reference's
-	// holes are looked for to the whole of it, and below its end the sinks'
-	// share of those holes is replay work at once (raw holds what the
-	// source acked). Extents of other partitions are ignored, so an owner
+	// holes are looked for to the whole of it (below its start too, and past
+	// its end). Those holes are verify-reference work for the reference
+	// only: the sinks' replay is measured against the reference's committed
+	// coverage, so their share of a hole follows on a later Resume or Plan,
+	// once the verification re-recorded what raw holds (an over-reported
+	// extent then costs a verification, never a claimed batch). Extents of
+	// other partitions are ignored, so an owner
 	// may pass the extents of all its partitions to each Resume. Zero
 	// value: none known.
 	Extents []coverage.Extent
@@ -104,13 +105,15 @@ func (o *ResumeOptions) Validate() error {
 // or a sink: a sink is written only once raw is durable) and, with the
 // partition's extent in Extents, over the whole extent too
 // (ReferenceHoles). Then one assignment (Kind replay) per other sink of
-// Sinks, in order, against the reference's coverage extended by its holes
-// below the extent's end.
+// Sinks, in order, against the reference's committed coverage only: a
+// sink's share of a reference hole is replay work once the hole is
+// verified and re-recorded, on the next Resume or Plan.
 //
 // A rebalancing owner knows the broker's committed position of each
 // partition it is handed: it passes it, mapped to a batch id, as the
 // extent's End, so batches raw durably holds but whose records were lost
-// with the previous pod are verified and replayed, not silently skipped.
+// with the previous pod are verified (then, on the next Resume or Plan,
+// replayed), not silently skipped.
 func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -135,15 +138,12 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
 	}
-	// The sinks' reference: raw's coverage, and below the acked end its
-	// holes too (raw holds what the source acked). Holes above the acked
-	// end are unverified: no sink's work yet.
-	ref := committed.Clone()
-	for r := range holes.All() {
-		if r.Start < extent.End {
-			_ = ref.Add(coverage.Range{Start: r.Start, End: min(r.End, extent.End)})
-		}
-	}
+	// The sinks' reference is raw's committed coverage only: a hole, even
+	// below the acked end, is raw's to verify first (an over-reported end
+	// would otherwise hand the sinks batches raw never held); the sinks'
+	// share follows on a later Resume or Plan, once raw's verification
+	// re-recorded what raw holds.
+	ref := committed
 	out := []Assignment{{Destination: refDest, Kind: KindVerifyReference, Covered: committed.Ranges(), Replay: holes.Ranges()}}
 	for _, sink := range opts.Sinks {
 		if sink == opts.Reference {
@@ -157,7 +157,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 		if covered == nil {
 			covered = new(coverage.RangeSet)
 		}
-		gaps := coverage.Gaps(&ref, covered)
+		gaps := coverage.Gaps(ref, covered)
 		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges()})
 	}
 	return out, nil
@@ -177,16 +177,21 @@ type PlanOptions struct {
 	MaxBatches uint64
 	// MaxTasks caps how many tasks one Plan returns: a hole of 10^18
 	// batches (one stray record far from the rest) is 10^14 tasks of
-	// 10,000, more than any memory holds. Past it Plan returns the first
-	// MaxTasks tasks, in order, with an error wrapping ErrPlanTruncated:
-	// recover those and plan again. Zero value: DefaultMaxTasks. Negative:
+	// 10,000, more than any memory holds. Past it Plan takes MaxTasks
+	// tasks in turn from every destination with work, in destination order
+	// (each destination's first task, then each one's second, ...), so one
+	// destination's huge hole never starves another's work, and returns
+	// them in order with an error wrapping ErrPlanTruncated: recover those
+	// and plan again. Zero value: DefaultMaxTasks. Negative:
 	// no cap, for a plan with MaxBatches at least as large as any gap,
 	// which holds one task per gap (what the table's rows already bound).
 	MaxTasks int
-	// Sinks are the sinks every reference topic and partition is written
-	// to. Zero value: for each topic, the sinks the table has rows of for
-	// that topic (a sink that never wrote a topic at all is then unknown:
-	// name it here).
+	// Sinks are sinks every reference topic and partition is written to,
+	// besides the sinks the table has rows of for each topic (those are
+	// always planned, so naming sinks never hides one). The planner learns a
+	// topic's sinks from its rows only: a sink without a row of a topic it
+	// writes (a topic lost on every destination, known from its extent) is
+	// unknown unless named here. Zero value: only the sinks with rows.
 	Sinks []string
 	// Extents are the source's acked extents (coverage.Extent), where
 	// known: a partition's reference holes are then looked for over its
@@ -195,6 +200,11 @@ type PlanOptions struct {
 	// are found between the lowest and the highest batch any destination of
 	// the partition covers.
 	Extents []coverage.Extent
+	// Only keeps the tasks of the destinations it selects, dropped before
+	// the plan is cut to MaxTasks, so a filtered plan is never emptied by
+	// other destinations' work (the holes are still looked for over every
+	// destination's coverage). Zero value: every destination.
+	Only func(coverage.Destination) bool
 }
 
 // PlanOptions' defaults.
@@ -296,11 +306,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 			return nil, fmt.Errorf("mirror: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 		}
 		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
-		sinks := opts.Sinks
-		if len(sinks) == 0 {
-			sinks = sinksOf[d.Topic]
-		}
-		for _, sink := range uniq(sinks) {
+		for _, sink := range uniq(append(slices.Clone(opts.Sinks), sinksOf[d.Topic]...)) {
 			if sink == opts.Reference {
 				continue
 			}
@@ -313,55 +319,13 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 			tasks = append(tasks, gapTasks(target, KindReplay, &gaps)...)
 		}
 	}
+	if opts.Only != nil {
+		tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !opts.Only(t.Destination) })
+	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.
-	slices.SortFunc(tasks, func(a, b Task) int {
-		if c := a.Destination.Compare(b.Destination); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Range.Start, b.Range.Start)
-	})
+	sortTasks(tasks)
 	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
-}
-
-// ErrPlanTruncated: the plan has more tasks than PlanOptions.MaxTasks; the
-// tasks returned with it are the first ones, in order.
-var ErrPlanTruncated = errors.New("the plan is longer than its task limit")
-
-// cut splits gap-sized tasks into tasks of at most maxBatches (zero: no
-// limit), stopping at maxTasks (zero or negative: no limit) with
-// ErrPlanTruncated.
-func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
-	var out []Task
-	for i, g := range gaps {
-		for start := g.Range.Start; start < g.Range.End; {
-			if maxTasks > 0 && len(out) == maxTasks {
-				last := out[len(out)-1]
-				return out, fmt.Errorf("mirror: plan: %w: these are the first %d tasks (up to %s %s), and %s batches more are planned after them: recover these and plan again",
-					ErrPlanTruncated, maxTasks, last.Destination, last.Range, batchesLeft(g.Range.End-start, gaps[i+1:]))
-			}
-			end := g.Range.End
-			if maxBatches > 0 && end-start > maxBatches {
-				end = start + maxBatches
-			}
-			out = append(out, Task{Destination: g.Destination, Range: coverage.Range{Start: start, End: end}, Kind: g.Kind})
-			start = end
-		}
-	}
-	return out, nil
-}
-
-// batchesLeft sums first and the batches of rest, saying "more than" where
-// the sum passes uint64.
-func batchesLeft(first uint64, rest []Task) string {
-	sum := first
-	for _, t := range rest {
-		if sum > math.MaxUint64-t.Range.Len() {
-			return fmt.Sprintf("more than %d", uint64(math.MaxUint64))
-		}
-		sum += t.Range.Len()
-	}
-	return strconv.FormatUint(sum, 10)
 }
 
 func compareTopicPartition(a, b TopicPartition) int {

@@ -473,6 +473,10 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if !slices.Equal(tasks, want) {
 		t.Fatalf("raw committed from batch 3, source acked [0,10): plan %v, want %v", tasks, want)
 	}
+	later3, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: []coverage.Extent{{Topic: "orders", Start: 3, End: 10}}})
+	if err != nil || len(later3) != 0 {
+		t.Fatalf("stream starting at batch 3: plan %v, %v; want none", later3, err)
+	}
 	as, err := Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
@@ -480,15 +484,27 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if got := as[0].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
 		t.Fatalf("resume: raw's holes %v, want [0,3)", got)
 	}
-	if got := as[1].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
-		t.Fatalf("resume: lake's replay %v, want [0,3) (below the acked end, raw holds it)", got)
+	// The lake's share waits for raw's verification: replay is measured
+	// against raw's committed coverage only.
+	if got := as[1].Replay; len(got) != 0 {
+		t.Fatalf("resume: lake's replay %v before raw's [0,3) is verified, want none", got)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: []coverage.Extent{{Topic: "orders", Start: 3, End: 10}}})
+	if err := e.table.Append(ctx, iceberg.Commit{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
+		{Destination: raw, Ranges: []coverage.Range{rg(0, 3)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if as, err = Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked}); err != nil {
+		t.Fatal(err)
+	}
+	if got := as[1].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
+		t.Fatalf("resume after raw's verification: lake's replay %v, want [0,3)", got)
+	}
+	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 0 {
-		t.Fatalf("stream starting at batch 3: plan %v, want none", tasks)
+	if want := []Task{{Destination: raw.WithSink("lake"), Range: rg(0, 3), Kind: KindReplay}}; !slices.Equal(tasks, want) {
+		t.Fatalf("after raw's verification: plan %v, want only %v", tasks, want)
 	}
 }
 

@@ -10,11 +10,14 @@
 //	                              (+ &acked_end=N[&acked_start=S] with topic and partition: that partition's extent)
 //	POST /v1/gaps                 the same, with a JSON array of extents [{"topic","partition","start","end"}] as the body
 //	GET  /v1/plan, POST /v1/plan  the recovery plan, as `covmirror plan --json`, taking what /v1/gaps takes and
-//	                              max_batches=, max_tasks= (a longer plan's head has header Covmirror-Plan-Truncated)
+//	                              max_batches=, max_tasks=, filtered before it is cut to max_tasks (a longer plan's
+//	                              tasks, taken in turn from every destination, have header Covmirror-Plan-Truncated)
 //	GET  /v1/committed            ?sink=&topic=&partition=: the committed coverage, as `covmirror query coverage --json`
 //	GET  /v1/coverage             this pod's local view (local.Store.Handler)
-//	PUT  /v1/extents              a JSON array of extents: the source's acked extents, kept in memory (ExtentBook)
+//	PUT  /v1/extents              a JSON array of extents: the source's acked extents, kept in memory (ExtentBook),
+//	                              bounded by partitions and by MaxExtentBytes of topic names; answers {"extents","changed"}
 //	GET  /v1/extents              the extents kept
+//	DELETE /v1/extents            ?topic=T&partition=P (topic alone: its partitions; none: all): forget reported extents
 //	PUT  /v1/positions/{source}   {"partition","cursor","raw_end"}: a stored source's position
 //	GET  /v1/positions/{source}   ?partition=P: the position to resume from
 //
@@ -88,7 +91,9 @@
 //     over-reported end is verification work (raw is read back and only
 //     what it holds recorded), never a hidden gap or claimed coverage. The
 //     reported extents live in memory (a restart forgets them until the
-//     pipeline reports again, a lag) and only ever widen.
+//     pipeline reports again, a lag) and only ever widen, until DELETE
+//     /v1/extents forgets them (again a lag: holes are then looked for as
+//     without them).
 //   - On Shutdown new writes answer 503, requests in flight finish (until
 //     its context is done), and then no record request records any more:
 //     one that has not recorded by then answers 503, and Shutdown waits for

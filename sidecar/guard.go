@@ -160,7 +160,7 @@ func routeLabel(labels map[string]string, pattern, method string) string {
 		return routeGetPos
 	}
 	if l, ok := labels[pattern]; ok {
-		return l
+		return methodLabel(l, method)
 	}
 	if pattern == "" {
 		return routeUnknown

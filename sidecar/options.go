@@ -39,6 +39,13 @@ type Options struct {
 	// extent without "start") takes its topic's. Zero value: every stream
 	// starts at batch 0.
 	Starts map[string]uint64
+	// Sinks are the sinks the pipeline writes every topic to
+	// (mirror.PlanOptions.Sinks), for /v1/gaps and /v1/plan requests that
+	// name none (sinks=): the sinks with rows of a topic are always
+	// planned, but a topic no sink has rows of (lost on every destination,
+	// known from its extent) gets its sinks' replay only if they are named.
+	// Zero value: only the sinks with rows.
+	Sinks []string
 	// Extents holds the source extents reported with PUT /v1/extents,
 	// which GET and POST /v1/gaps and /v1/plan widen every request's by;
 	// share it with the coverage map and the gap metrics so they look for

@@ -10,12 +10,11 @@ import (
 	"math"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/wirejson"
 )
 
 // wireRecord is an entry as sent. Numbers stay json.Number so that a
@@ -210,55 +209,11 @@ var recordFields = wireFields{
 	what:    "sink, topic, partition, start and end",
 }
 
-// checkFields scans an object that decoded for what encoding/json forgives:
-// a key that is not exactly a wire name (names match case-insensitively and
-// through escapes, so "END" or "\u0065nd" would override "end"), a key
-// given twice (the last would win), a number sent as a string (json.Number
-// accepts "12"), and a string that is not UTF-8 text. One pass over the
-// bytes, no allocation: the object's values are scalars (it decoded into a
-// struct of scalar fields).
+// checkFields applies wirejson.Check: the record API's strict reading of
+// what encoding/json forgives.
 func checkFields(raw []byte, f wireFields) *entryError {
-	var seen [8]bool
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '"' {
-			continue
-		}
-		j := i + 1
-		for j < len(raw) && raw[j] != '"' {
-			if raw[j] == '\\' {
-				j++
-			}
-			j++
-		}
-		if j >= len(raw) {
-			return nil // unterminated: the decoder already refused it
-		}
-		str := raw[i+1 : j]
-		if err := checkString(str); err != nil {
-			return &entryError{rule: "invalid-utf8", err: err}
-		}
-		k := j + 1
-		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
-			k++
-		}
-		i = j
-		if k >= len(raw) || raw[k] != ':' {
-			continue // a string value, not a key
-		}
-		field := slices.Index(f.names, string(str))
-		if field < 0 {
-			return &entryError{rule: "unknown-field", err: fmt.Errorf("unknown field %q: the fields are %s (lowercase, unescaped)", str, f.what)}
-		}
-		if seen[field] {
-			return &entryError{rule: "duplicate-field", err: fmt.Errorf("field %q is given twice", str)}
-		}
-		seen[field] = true
-		for k++; k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r'); k++ {
-		}
-		if f.numbers[field] && k < len(raw) && raw[k] == '"' {
-			return &entryError{rule: "type", err: fmt.Errorf("field %q is a JSON string; want a number", str)}
-		}
-		i = k - 1
+	if e := wirejson.Check(raw, wirejson.Fields{Names: f.names, Numbers: f.numbers, What: f.what}); e != nil {
+		return &entryError{rule: e.Rule, err: e.Err}
 	}
 	return nil
 }
@@ -271,53 +226,6 @@ func parsePartition(v string) (int32, error) {
 		return 0, fmt.Errorf("partition %s is not an integer from 0 to 2147483647 (digits only, no sign)", v)
 	}
 	return int32(n), nil
-}
-
-// checkString refuses what encoding/json would quietly turn into U+FFFD: a
-// string's raw bytes that are not UTF-8, and a \u escape of a lone UTF-16
-// surrogate. Two names that differ only there would decode to one name,
-// and one caller's coverage would then claim another's batches.
-func checkString(str []byte) error {
-	if !utf8.Valid(str) {
-		return fmt.Errorf("string %q is not valid UTF-8: strings are UTF-8 text", str)
-	}
-	for i := 0; i < len(str); i++ {
-		if str[i] != '\\' {
-			continue
-		}
-		i++
-		if i >= len(str) || str[i] != 'u' {
-			continue // \" \\ \n ...: one escaped byte
-		}
-		r, ok := hex4(str, i+1)
-		if !ok {
-			return nil // malformed: the decoder refused it already
-		}
-		i += 4
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: strings are UTF-8 text", str, r)
-		case r >= 0xD800 && r <= 0xDBFF:
-			lo, ok := rune(0), i+6 < len(str) && str[i+1] == '\\' && str[i+2] == 'u'
-			if ok {
-				lo, ok = hex4(str, i+3)
-			}
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return fmt.Errorf("string %q has a lone UTF-16 surrogate \\u%04x: strings are UTF-8 text", str, r)
-			}
-			i += 6
-		}
-	}
-	return nil
-}
-
-// hex4 reads the four hex digits at str[i:].
-func hex4(str []byte, i int) (rune, bool) {
-	if i+4 > len(str) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(str[i:i+4]), 16, 32)
-	return rune(v), err == nil
 }
 
 // recordsResult is the answer to a record request that recorded everything.

@@ -109,6 +109,23 @@ func parseBatchID(name, v string) (uint64, error) {
 	return n, nil
 }
 
+// querySinks reads sinks=a,b: the sinks every topic is written to
+// (mirror.PlanOptions.Sinks); without it, def (Options.Sinks).
+func querySinks(q url.Values, def []string) ([]string, error) {
+	if !q.Has("sinks") {
+		return def, nil
+	}
+	var out []string
+	for _, v := range strings.Split(q.Get("sinks"), ",") {
+		d := coverage.Destination{Sink: strings.TrimSpace(v), Topic: "t"}
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("sinks=%q: %w: give sink names separated by commas", truncate(q.Get("sinks")), err)
+		}
+		out = append(out, d.Sink)
+	}
+	return out, nil
+}
+
 // recoveryQuery reads what /v1/gaps and /v1/plan share: the query, the
 // filter (reference, sink, topic, partition) and the extents.
 func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Values, mirror.GapsFilter, bool) {
@@ -125,6 +142,10 @@ func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Valu
 		return nil, mirror.GapsFilter{}, false
 	}
 	f := mirror.GapsFilter{Reference: cmp.Or(q.Get("reference"), s.opts.Reference), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
+	if f.Sinks, err = querySinks(q, s.opts.Sinks); err != nil {
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "query"})
+		return nil, mirror.GapsFilter{}, false
+	}
 	if f.Extents, ok = s.requestExtents(w, r, q); !ok {
 		return nil, mirror.GapsFilter{}, false
 	}
@@ -145,8 +166,9 @@ func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, gaps)
 }
 
-// planTruncatedHeader is set on a /v1/plan answer holding only the plan's
-// first max_tasks tasks: recover those and ask again.
+// planTruncatedHeader is set on a /v1/plan answer holding only max_tasks
+// of the plan's tasks (taken in turn from every destination with work):
+// recover those and ask again.
 const planTruncatedHeader = "Covmirror-Plan-Truncated"
 
 // plan is GET|POST /v1/plan: the recovery plan, as `covmirror plan
@@ -156,7 +178,9 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts := mirror.PlanOptions{Reference: f.Reference, Extents: f.Extents}
+	// Filtered before it is cut to max_tasks: another topic's work must not
+	// fill the plan of this one.
+	opts := mirror.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Only: f.Selects}
 	for _, p := range []struct {
 		name string
 		set  func(n uint64)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -39,7 +41,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint,
-		"/v1/gaps": routeGaps, "/v1/coverage": routeCoverage, "/": routeUnknown})
+		"/v1/gaps": routeGaps, "/v1/plan": routePlan, "/v1/extents": routeExtents, "/v1/coverage": routeCoverage, "/": routeUnknown})
 	s.handler = h
 	s.http = &http.Server{
 		Handler:           h,
@@ -70,6 +72,27 @@ const (
 	routeGetPos     = "GET /v1/positions"
 	routeUnknown    = "unknown"
 )
+
+// routeMethods are the methods of the routes that take more than one, each
+// labelled by the method it was called with (METHOD /path); any other
+// method keeps the route's name, so a caller cannot mint labels.
+var routeMethods = map[string][]string{
+	routeGaps:    {http.MethodGet, http.MethodPost},
+	routePlan:    {http.MethodGet, http.MethodPost},
+	routeExtents: {http.MethodGet, http.MethodPut, http.MethodDelete},
+}
+
+// methodLabel is route name's metrics label for a request of method.
+func methodLabel(name, method string) string {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if !slices.Contains(routeMethods[name], method) {
+		return name
+	}
+	_, path, _ := strings.Cut(name, " ")
+	return method + " " + path
+}
 
 // routes builds the mux. Routes are registered without a method and check
 // it themselves, so that a wrong method is a JSON 405 rather than the mux's
@@ -102,7 +125,7 @@ func (s *Server) routes() (h *http.ServeMux, err error) {
 		mux.Handle(pattern, extra)
 	}
 	mux.Handle("/", s.route(routeUnknown, "", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT and GET /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT, GET and DELETE /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
 	}))
 	return mux, nil
 }
@@ -154,7 +177,7 @@ func (s *Server) route(name, method string, h http.HandlerFunc) http.Handler {
 		if sw.code == 0 {
 			sw.code = http.StatusOK
 		}
-		s.counters.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		s.counters.requests.WithLabelValues(methodLabel(name, r.Method), strconv.Itoa(sw.code)).Inc()
 	})
 }
 

@@ -11,8 +11,8 @@ import (
 // config is a configuration file's settings: the global flags' names
 // (state, namespace, table, writer, log.level, log.format, durable and the
 // object.* and postgres.* keys, whose flags spell the dots as dashes), the
-// token-file of serve and inspect --url, serve's allow-hosts (a
-// comma-separated list), catalog properties as catalog.KEY = VALUE, serve's
+// token-file of serve and inspect --url, serve's allow-hosts and sinks
+// (comma-separated lists), catalog properties as catalog.KEY = VALUE, serve's
 // sync, serve's sources as source.NAME = REGIME and the streams' declared first batch ids
 // as start.TOPIC = N. Precedence: flags, then COVMIRROR_*
 // variables, then the file, then the built-in defaults. A # at the start of
@@ -41,7 +41,7 @@ type config struct {
 
 var configKeys = []string{"state", "namespace", "table", "writer", "log.level", "log.format",
 	"durable", "object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store",
-	"postgres.url", "postgres.schema", "token-file", "allow-hosts", "sync"}
+	"postgres.url", "postgres.schema", "token-file", "allow-hosts", "sync", "sinks"}
 
 // configPath finds --config in the global flags (before the command name),
 // or COVMIRROR_CONFIG.

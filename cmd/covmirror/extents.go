@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,20 +12,41 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 )
 
-// extentsFlag registers --acked-ends on a command that looks for raw's
-// holes (plan, gaps, the gaps, summary and lag queries).
-func extentsFlag(fs *flag.FlagSet) *string {
-	return fs.String("acked-ends", "", `JSON file ("-": standard input) of the source's acked extents, [{"topic","partition","start","end"}] (start optional, default 0): raw's holes are looked for over each whole extent, so a lost first or last stretch of a stream is found`)
+// ackedEndsFlag is --acked-ends: the path, and whether it was given (an
+// explicit empty path is a usage error, not "none").
+type ackedEndsFlag struct {
+	path string
+	set  bool
 }
 
-// readExtents reads the --acked-ends file ("" reads none, "-" standard
+func (f *ackedEndsFlag) String() string { return f.path }
+
+func (f *ackedEndsFlag) Set(v string) error {
+	if v == "" {
+		return fmt.Errorf(`want a JSON file, or "-" for standard input`)
+	}
+	f.path, f.set = v, true
+	return nil
+}
+
+// extentsFlag registers --acked-ends on the commands that look for raw's
+// holes: plan, gaps and the gaps, summary and lag queries. An extent without "start" takes its topic's
+// declared start (--stream-start; 0 if none).
+func extentsFlag(fs *flag.FlagSet) *ackedEndsFlag {
+	f := new(ackedEndsFlag)
+	fs.Var(f, "acked-ends", `JSON file ("-": standard input) of the source's acked extents, [{"topic","partition","start","end"}] (start optional: the topic's --stream-start, else 0): raw's holes are looked for over each whole extent, so a lost first or last stretch of a stream is found`)
+	return f
+}
+
+// readExtents reads the --acked-ends file (not given: none; "-": standard
 // input); an extent without "start" takes its topic's declared start
-// (--stream-start). A file that cannot be read is a failure (exit 1); one that is not
-// valid extents is a usage error (exit 2).
-func (g *globals) readExtents(command, path string) ([]coverage.Extent, error) {
-	if path == "" {
+// (--stream-start). A file that cannot be opened or read is a failure
+// (exit 1); content that is not valid extents is a usage error (exit 2).
+func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Extent, error) {
+	if !flag.set {
 		return nil, nil
 	}
+	path := flag.path
 	var r io.Reader = g.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -35,10 +57,31 @@ func (g *globals) readExtents(command, path string) ([]coverage.Extent, error) {
 		r = f
 	}
 	es, err := coverage.ParseExtentsStarting(r, g.starts)
-	if err != nil {
+	if errors.Is(err, coverage.ErrInvalidExtent) {
 		return nil, usageError{fmt.Errorf("%s: --acked-ends %s: %w", command, path, err)}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: --acked-ends %s: %w: check the file or pipe and run again", command, path, err)
+	}
 	return es, nil
+}
+
+// sinksFlag registers --sinks: sink names, comma-separated, each valid
+// (mirror.PlanOptions.Sinks), def the default.
+func sinksFlag(fs *flag.FlagSet, def, use string) *[]string {
+	sinks := splitList(def)
+	fs.Func("sinks", use, func(v string) error {
+		sinks = nil
+		for _, name := range strings.Split(v, ",") {
+			d := coverage.Destination{Sink: strings.TrimSpace(name), Topic: "t"}
+			if err := d.Validate(); err != nil {
+				return fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
+			}
+			sinks = append(sinks, d.Sink)
+		}
+		return nil
+	})
+	return &sinks
 }
 
 // addStart reads one --stream-start TOPIC=N (or config start.TOPIC = N)

@@ -22,10 +22,13 @@ type gapRow = mirror.Gap
 // reference's holes (kind verify-reference), looked for over the source
 // extents too, and every other sink's gaps against the reference, ordered
 // by sink, topic, partition and start.
-func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent) ([]gapRow, error) {
-	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference, Extents: extents})
+func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks []string) ([]gapRow, error) {
+	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks})
 	return gaps, explainNoReference("gaps", table, err)
 }
+
+// planSinksUse documents --sinks of plan and gaps.
+const planSinksUse = "sinks every topic is written to, comma-separated, planned besides the sinks with rows: a topic no sink has rows of (lost on every destination, found from --acked-ends) gets its sinks' replay only if they are named"
 
 // planCommand is mirror.Plan with a reference that has no rows reported in
 // the command line's terms.
@@ -46,11 +49,12 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--acked-ends FILE|-] [--json]")
+	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--acked-ends FILE|-] [--sinks a,b] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
 	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}")
 	ackedEnds := extentsFlag(fs)
+	sinks := sinksFlag(fs, "", planSinksUse)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -63,7 +67,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	all, err := committedGaps(ctx, tier, *reference, extents)
+	all, err := committedGaps(ctx, tier, *reference, extents, *sinks)
 	if err != nil {
 		return err
 	}

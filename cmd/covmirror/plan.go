@@ -11,12 +11,13 @@ import (
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--json]")
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", mirror.DefaultMaxBatches, "largest task")
 	maxTasks := fs.Int("max-tasks", mirror.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	ackedEnds := extentsFlag(fs)
+	sinks := sinksFlag(fs, "", planSinksUse)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -35,9 +36,10 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents})
+	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
 	if errors.Is(err, mirror.ErrPlanTruncated) {
-		// Not a failure: the plan's head, in order, is what to do first.
+		// Not a failure: these tasks, taken in turn from every destination
+		// with work, are what to do first.
 		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)
 	} else if err != nil {
 		return err

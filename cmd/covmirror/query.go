@@ -82,7 +82,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
 		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
 	}
-	if *acked != "" && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
+	if acked.set && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
 		return usageError{fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
 	extents, err := g.readExtents("query", *acked)

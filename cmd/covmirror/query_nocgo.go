@@ -24,7 +24,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 // showGaps prints the gaps the planner computes from the primary, for the
 // demo, when DuckDB is not built in.
 func showGaps(ctx context.Context, w io.Writer, primary durable.Tier, _ string) error {
-	gaps, err := committedGaps(ctx, primary, coverage.RawSink, nil)
+	gaps, err := committedGaps(ctx, primary, coverage.RawSink, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 )
 
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync]")
+	fs := subFlags(g, "serve", "[--addr 127.0.0.1:9464] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync] [--sinks a,b]")
 	addr := fs.String("addr", "127.0.0.1:9464", "TCP listen address for the record API, the coverage map, /metrics and /debug/coverage (loopback by default; another address needs --token-file)")
 	socket := fs.String("socket", "", "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)")
 	interval := fs.Duration("interval", mirror.DefaultInterval, "checkpoint interval")
@@ -45,6 +45,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	syncDefault, syncErr := parseBoolSetting("sync", cfg.value("sync", "COVMIRROR_SYNC", ""))
 	fs.BoolVar(&g.localSync, "sync", syncDefault, "fsync the local tier's write-ahead log at every commit, so that a 200 survives a power loss too (off: a 200 survives a SIGKILL or OOM kill once its write-behind commit ran, within milliseconds; a power loss costs what was not synced) (env COVMIRROR_SYNC; config file sync)")
+	sinks := sinksFlag(fs, cfg.value("sinks", "COVMIRROR_SINKS", ""), "the sinks the pipeline writes every topic to, comma-separated (env COVMIRROR_SINKS; config file sinks): the API, the map and the gap metrics plan their gaps in a topic they have no rows of (one lost on every destination), besides the sinks with rows")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		_ = store.Close()
 		return err
 	}
-	srv, lns, err := startSidecar(ctx, g, m, store, tier, table, posStore, sources, *maxBody, *addr, guard, *socket)
+	srv, lns, err := startSidecar(ctx, g, m, store, tier, table, posStore, sources, *sinks, *maxBody, *addr, guard, *socket)
 	if err != nil {
 		return errors.Join(err, m.Close())
 	}
@@ -142,14 +143,14 @@ const shutdownWindow = 10 * time.Second
 // mounts of serveMounts, and opens its listeners: TCP first, then the
 // socket.
 func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *local.Store, tier durable.Tier, table *iceberg.Table, positions coverage.PositionStore,
-	sources []coverage.Source, maxBody int64, addr string, guard guardSettings, socket string) (*sidecar.Server, []net.Listener, error) {
+	sources []coverage.Source, sinks []string, maxBody int64, addr string, guard guardSettings, socket string) (*sidecar.Server, []net.Listener, error) {
 	reg := prometheus.NewRegistry()
 	// The source extents the pipeline reports (PUT /v1/extents), kept in
 	// memory: the gaps routes, the map and the gap metrics look for raw's
 	// holes over the same ones. Declared starts (--stream-start) fill in
 	// an extent reported without a start.
 	extents := sidecar.NewExtentBook(0)
-	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger, Extents: extents.Extents}) // fails only without a table
+	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger, Extents: extents.Extents, Sinks: sinks}) // fails only without a table
 	reg.MustRegister(m.Collector(), gaps)
 	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table every 2m, until SIGTERM
 	extra := map[string]http.Handler{
@@ -159,14 +160,14 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 	// The coverage map: GET / (the page) and GET /v1/map (its data).
 	// "GET /{$}" matches the root alone, so other unknown GETs stay the
 	// record API's JSON 404.
-	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: table, Extents: extents.Extents},
+	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: table, Extents: extents.Extents, Sinks: sinks},
 		Pending: covmap.LocalPending{Store: store}, Logger: g.logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: coverage map: %w", err)
 	}
 	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
 	opts := sidecar.Options{Mirror: m, Local: store, Durable: tier, Positions: positions, Sources: sources,
-		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger, Starts: g.starts, Extents: extents}
+		MaxBodyBytes: maxBody, Extra: extra, Logger: g.logger, Starts: g.starts, Extents: extents, Sinks: sinks}
 	guard.options(&opts)
 	srv, err := sidecar.New(opts)
 	if err != nil {

@@ -9,7 +9,7 @@
 -- rows makes the stretch between a hole too. A partition only sinks have
 -- rows of, or only an extent, is one whole hole, unless the reference has
 -- no rows at all in a table that has some (a misspelt reference).
--- `covmirror gaps --json` gives the same rows, computed in Go.
+-- `covmirror gaps --json` gives these rows, computed in Go, with a kind each.
 --
 -- The reference's rows are merged first (see coverage.sql). A sink's rows
 -- are not: one window pass over them as they are (overlapping, repeated)

@@ -98,6 +98,9 @@ type TableSource struct {
 	// (mirror.PlanOptions.Extents): raw's holes are looked for over them
 	// too, and drawn. Zero value: none known.
 	Extents func() []coverage.Extent
+	// Sinks are sinks every topic is written to, drawn besides those with
+	// rows (mirror.PlanOptions.Sinks). Zero value: the sinks with rows.
+	Sinks []string
 }
 
 // consistentReads bounds how often Committed rereads a table that changed
@@ -121,7 +124,7 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if s.Extents != nil {
 			extents = s.Extents()
 		}
-		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents})
+		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks})
 		if err != nil {
 			var nre *mirror.NoReferenceError
 			if errors.As(err, &nre) {
