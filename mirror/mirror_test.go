@@ -155,7 +155,8 @@ func TestSyncCommitsPendingAndOnlyThenMarks(t *testing.T) {
 
 // TestRebalance: owner A checkpoints batches 1..100 of three sinks, records
 // 101..150 without a checkpoint and dies; owner B, reading only the table,
-// must be told to replay 101..150, never that they are covered.
+// must be told to verify raw's 101..150 first and then replay them to the
+// sinks, never that they are covered.
 func TestRebalance(t *testing.T) {
 	e := newEnv(t)
 	a := e.owner(t, "", "pod-a")
@@ -181,9 +182,11 @@ func TestRebalance(t *testing.T) {
 	if len(got) != 4 || got[0].Kind != KindVerifyReference || !slices.Equal(got[0].Replay, []coverage.Range{rg(101, 151)}) {
 		t.Fatalf("assignments %+v", got)
 	}
+	// The sinks' share waits for raw's verification: a replay of batches
+	// raw is not known to hold could be recorded with nothing written.
 	for _, as := range got[1:] {
-		if !slices.Equal(as.Covered, []coverage.Range{rg(1, 101)}) || !slices.Equal(as.Replay, []coverage.Range{rg(101, 151)}) {
-			t.Fatalf("%s: covered %v replay %v; want covered [1,101) and replay [101,151)", as.Destination, as.Covered, as.Replay)
+		if !slices.Equal(as.Covered, []coverage.Range{rg(1, 101)}) || len(as.Replay) != 0 {
+			t.Fatalf("%s: covered %v replay %v; want covered [1,101) and no replay before raw is verified", as.Destination, as.Covered, as.Replay)
 		}
 	}
 	// Without the source's position B still never hears 101..150 covered.
@@ -191,6 +194,25 @@ func TestRebalance(t *testing.T) {
 	for _, as := range got {
 		if slices.ContainsFunc(as.Covered, func(r coverage.Range) bool { return r.End > 101 }) {
 			t.Fatalf("%s: uncheckpointed batches reported covered: %v", as.Destination, as.Covered)
+		}
+	}
+	// B verifies raw's 101..150 (raw holds them) and records that; then
+	// every sink is told to replay them.
+	b := e.owner(t, "", "pod-b")
+	record(t, b, coverage.Destination{Sink: coverage.RawSink, Topic: "orders", Partition: 4}, 101, 151)
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || len(got[0].Replay) != 0 {
+		t.Fatalf("assignments after raw's verification %+v", got)
+	}
+	for _, as := range got[1:] {
+		if !slices.Equal(as.Covered, []coverage.Range{rg(1, 101)}) || !slices.Equal(as.Replay, []coverage.Range{rg(101, 151)}) {
+			t.Fatalf("%s: covered %v replay %v; want covered [1,101) and replay [101,151)", as.Destination, as.Covered, as.Replay)
 		}
 	}
 }
