@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/sidecar"
 )
 
@@ -56,22 +56,11 @@ func startServe(t *testing.T, bin, state string, extra ...string) *servePod {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- l
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case l := <-line:
-		f := strings.Fields(l)
-		if len(f) < 2 || !strings.HasPrefix(f[1], "http://") {
-			t.Fatalf("serve printed %q; stderr %s", l, p.stderr.String())
-		}
-		p.addr = strings.TrimSuffix(strings.TrimPrefix(f[1], "http://"), "/metrics")
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("serve did not start; stderr %s", p.stderr.String())
+	addr, err := childproc.ServeAddr(stdout, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("serve did not start: %v; stderr %s", err, p.stderr.String())
 	}
+	p.addr = addr
 	return p
 }
 

@@ -3,7 +3,6 @@
 package pipelinetest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/childproc"
 )
 
 // buildCovmirror builds the covmirror binary (with cgo, so `query` runs
@@ -89,29 +90,15 @@ func (s *serveProc) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start serve: %w", err)
 	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- l
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case l := <-line:
-		f := strings.Fields(l)
-		if len(f) < 2 || !strings.HasPrefix(f[1], "http://") {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return fmt.Errorf("serve printed %q; stderr: %s", l, s.stderr.String())
-		}
-		addr := strings.TrimSuffix(strings.TrimPrefix(f[1], "http://"), "/metrics")
-		s.cmd = cmd
-		s.addr.Store(&addr)
-		return nil
-	case <-time.After(2 * time.Minute):
+	addr, err := childproc.ServeAddr(stdout, 2*time.Minute)
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("serve did not start; stderr: %s", s.stderr.String())
+		return fmt.Errorf("serve did not start: %w; stderr: %s", err, s.stderr.String())
 	}
+	s.cmd = cmd
+	s.addr.Store(&addr)
+	return nil
 }
 
 // kill SIGKILLs serve (no final checkpoint) and waits for it.
