@@ -12,6 +12,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/childproc"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // Child processes (childproc roles) read their settings from these.
@@ -153,8 +154,7 @@ func TestCompactionKilledAtRandom(t *testing.T) {
 }
 
 func compactionKilledAtRandom(t *testing.T, props map[string]string, tbl *iceberg.Table, kills int) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	randomCheckpoints(t, tbl, r, 40)
 	before := coverageOf(t, tbl)

@@ -9,12 +9,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "replay the run of this seed alone")
 	stepsFlag = flag.Int("steps", 0, "steps per run with faults on (zero: 150)")
-	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when -seed and -simtime are not given")
+	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when no seed is given (-seed, COVMIRROR_SEED) and no -simtime")
 	simTime   = flag.Duration("simtime", 0, "run seeds from a random first one for this long (make simulate)")
 	tierFlag  = flag.String("durable", "", "run every seed on this durable tier (iceberg, object or postgres); empty: by seed%3, 0 iceberg, 1 object, 2 postgres")
 )
@@ -37,16 +38,18 @@ func tierOf(seed uint64) string {
 	}
 }
 
-// TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or -seed
-// alone, or as many as fit in -simtime, each on the durable tier tierOf
-// picks. Each checks the invariant after every step and that recovery
-// completes once faults stop; a failure prints its seed, its tier, the
-// command that replays it and the steps that led to it.
+// TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or the
+// seed given (internal/testseed: -seed or COVMIRROR_SEED) alone, or as
+// many as fit in -simtime, each on the durable tier tierOf picks. Each
+// checks the invariant after every step and that recovery completes once
+// faults stop; a failure prints its seed, its tier, the command that
+// replays it and the steps that led to it.
 func TestSimulation(t *testing.T) {
 	var seeds func(yield func(uint64) bool)
+	given, replay := testseed.Fixed(t)
 	switch {
-	case *seedFlag != 0:
-		seeds = func(yield func(uint64) bool) { yield(*seedFlag) }
+	case replay:
+		seeds = func(yield func(uint64) bool) { yield(given) }
 	case *simTime > 0:
 		deadline := time.Now().Add(*simTime)
 		first := uint64(time.Now().UnixNano())
@@ -67,7 +70,7 @@ func TestSimulation(t *testing.T) {
 	failed := 0
 	for seed := range seeds {
 		cfg := Config{Seed: seed, Steps: *stepsFlag, Dir: t.TempDir(), Durable: tierOf(seed)}
-		if *seedFlag != 0 && testing.Verbose() {
+		if replay && testing.Verbose() {
 			cfg.Trace = func(line string) { t.Log(line) }
 		}
 		res, err := Run(context.Background(), cfg)
@@ -88,7 +91,7 @@ func TestSimulation(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("seed %d on %s: the simulation itself failed: %v", seed, cfg.Durable, err)
 		}
-		if *seedFlag != 0 {
+		if replay {
 			t.Logf("seed %d: %s\nrates: %+v", seed, res.Summary(), res.Rates)
 		}
 	}
