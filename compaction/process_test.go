@@ -150,7 +150,11 @@ func checkpointsWhileCompacting(t *testing.T, props map[string]string, tbl *iceb
 // finishes the job.
 func TestCompactionKilledAtRandom(t *testing.T) {
 	props, tbl := embeddedTable(t)
-	compactionKilledAtRandom(t, props, tbl, 20)
+	kills := 20
+	if testing.Short() {
+		kills = 5
+	}
+	compactionKilledAtRandom(t, props, tbl, kills)
 }
 
 func compactionKilledAtRandom(t *testing.T, props map[string]string, tbl *iceberg.Table, kills int) {

@@ -160,7 +160,11 @@ func TestFaultsNeverLead(t *testing.T) {
 	seed := faultSeed(t)
 	defer func(w time.Duration) { closeWait = w }(closeWait)
 	closeWait = time.Second // a Pebble wedged by a failure is left behind, not waited for
-	for i := range 4 {
+	runs := 4
+	if testing.Short() {
+		runs = 2 // one without Sync, one with
+	}
+	for i := range runs {
 		syncOn := i%2 == 1
 		t.Run(fmt.Sprintf("run%d-sync=%v", i, syncOn), func(t *testing.T) {
 			runFaults(t, seed+uint64(i), syncOn, 300)

@@ -36,6 +36,9 @@ const ackMargin = 500 * time.Millisecond
 // tier can have kept them. On each durable tier: the embedded coverage
 // table, the sink objects, PostgreSQL.
 func TestServeProcessSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: serve killed on each tier (local's TestKilledProcessKeepsEveryCommit checks the WAL in make test); make test-slow runs it")
+	}
 	bin := buildBinary(t)
 	seed := testseed.Seed(t)
 	for i, tier := range []string{"iceberg", "object", "postgres"} {

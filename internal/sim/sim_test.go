@@ -15,7 +15,7 @@ import (
 
 var (
 	stepsFlag = flag.Int("steps", 0, "steps per run with faults on (zero: 150)")
-	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when no seed is given (-seed, COVMIRROR_SEED) and no -simtime")
+	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when no seed is given (-seed, COVMIRROR_SEED) and no -simtime (under -short, unless given: 2)")
 	simTime   = flag.Duration("simtime", 0, "run seeds from a random first one for this long (make simulate)")
 	tierFlag  = flag.String("durable", "", "run every seed on this durable tier (iceberg, object or postgres); empty: by seed%3, 0 iceberg, 1 object, 2 postgres")
 )
@@ -24,7 +24,8 @@ var (
 // that consecutive seeds (make simulate) exercise the three tiers evenly.
 // The default four seeds run 3 on iceberg, 1 and 4 on object and 2 on
 // PostgreSQL: an iceberg run costs about three of the others under -race,
-// so make test is no slower than with two iceberg and two object seeds.
+// so make test-slow is no slower than with two iceberg and two object
+// seeds; make test (-short) runs seeds 1 and 2.
 func tierOf(seed uint64) string {
 	switch {
 	case *tierFlag != "":
@@ -38,9 +39,17 @@ func tierOf(seed uint64) string {
 	}
 }
 
-// TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or the
-// seed given (internal/testseed: -seed or COVMIRROR_SEED) alone, or as
-// many as fit in -simtime, each on the durable tier tierOf picks. Each
+// seedsGiven reports whether -seeds was given on the command line.
+func seedsGiven() bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "seeds" })
+	return given
+}
+
+// TestSimulation runs whole-pod simulations: seeds 1 to -seeds (two under
+// -short unless -seeds is given), or the seed given (internal/testseed:
+// -seed or COVMIRROR_SEED) alone, or as many as fit in -simtime, each on
+// the durable tier tierOf picks. Each
 // checks the invariant after every step and that recovery completes once
 // faults stop; a failure prints its seed, its tier, the command that
 // replays it and the steps that led to it.
@@ -58,8 +67,12 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 	default:
+		n := uint64(*seedsFlag)
+		if testing.Short() && !seedsGiven() {
+			n = min(n, 2) // object and PostgreSQL: an iceberg seed costs about three of those
+		}
 		seeds = func(yield func(uint64) bool) {
-			for s := uint64(1); s <= uint64(*seedsFlag) && yield(s); s++ {
+			for s := uint64(1); s <= n && yield(s); s++ {
 			}
 		}
 	}

@@ -61,6 +61,9 @@ func largeTable(t *testing.T, seed uint64) (*iceberg.Table, map[string]uint64, i
 // With 10,000 destinations the aggregate stays small, the totals match the
 // generated gaps, a zoom is capped, and the page renders both.
 func TestMapAtTenThousandDestinations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a map of 10,000 destinations; make test-slow runs it")
+	}
 	seed := testseed.Seed(t)
 	table, want, dests := largeTable(t, seed)
 	handler, err := Handler(Options{Source: TableSource{Table: table}})
