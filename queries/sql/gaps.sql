@@ -1,10 +1,10 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
--- lacks, inner and trailing, for every sink that has rows of the topic; and
--- the reference's own holes as gaps of the reference (sink = the
--- reference), over its span: per partition, from the lowest to the highest
--- batch any destination covers (a sink is written only once raw is
--- durable, so raw held every batch a sink holds) or the source's acked
--- extent in acked_extents holds (the source is acked only once raw is
+-- lacks, inner and trailing, for every sink that has rows of the topic or
+-- is named in named_sinks; and the reference's own holes as gaps of the
+-- reference (sink = the reference), over its span: per partition, from
+-- the lowest to the highest batch any destination covers (a sink is
+-- written only once raw is durable, so raw held every batch a sink holds)
+-- or the source's acked extent in acked_extents holds (the source is acked only once raw is
 -- durable). The span is one range, the hull: an extent apart from the
 -- rows makes the stretch between a hole too. A partition only sinks have
 -- rows of, or only an extent, is one whole hole, unless the reference has
