@@ -13,7 +13,7 @@ import (
 // TestGapSpec runs the gap rule's spec (internal/gapspec/testdata/gaps)
 // through the planner: the gaps are CommittedGaps', the reference's holes
 // the first assignment of Resume of each partition, both over a tier
-// holding the case's rows. Regenerate the expected text with
+// holding the case's rows, and the summary the one the gaps add up to. Regenerate the expected text with
 // go test ./mirror -run GapSpec -rewrite.
 func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
@@ -37,6 +37,7 @@ func TestGapSpec(t *testing.T) {
 				res.Holes = append(res.Holes, gapspec.Gap{Destination: as[0].Destination, Range: r, Kind: string(as[0].Kind)})
 			}
 		}
+		res.Summary = gapspec.SummaryOf(c, res.Gaps)
 		return res
 	})
 }

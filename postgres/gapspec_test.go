@@ -1,17 +1,20 @@
 package postgres
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/gapspec"
 )
 
 // TestGapSpec runs the gap rule's spec (internal/gapspec/testdata/gaps)
 // through PostgreSQL's gaps query, in a fresh schema per case holding the
 // case's rows as one checkpoint: the gaps with the case's filters, the
-// reference's holes with the reference as the only filter.
+// reference's holes with the reference as the only filter, and the
+// summary query's rows with the case's filters.
 func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
 		tier := openTier(t, freshSchema(t))
@@ -37,9 +40,18 @@ func TestGapSpec(t *testing.T) {
 			}
 			return out
 		}
+		p := QueryParams{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}
+		summary, err := tier.Query(ctx, "summary", p)
+		if err != nil {
+			t.Fatalf("summary %+v: %v", p, err)
+		}
+		if !slices.Equal(summary.Columns, gapspec.SummaryColumns) {
+			t.Fatalf("summary columns %v, want %v", summary.Columns, gapspec.SummaryColumns)
+		}
 		return gapspec.Result{
-			Gaps:  run(QueryParams{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}),
-			Holes: run(QueryParams{Reference: c.Reference, Sink: c.Reference, Extents: c.Extents}),
+			Gaps:    run(p),
+			Holes:   run(QueryParams{Reference: c.Reference, Sink: c.Reference, Extents: c.Extents}),
+			Summary: catalogtest.CellText(summary.Rows),
 		}
 	})
 }

@@ -1,10 +1,12 @@
 package queries
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/gapspec"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
@@ -13,7 +15,7 @@ import (
 // through the DuckDB gaps query, over a table holding each case's rows as
 // one checkpoint (overlapping and repeated rows as they are): the gaps
 // with the case's filters, the reference's holes with the reference as
-// the only filter.
+// the only filter, and the summary query's rows with the case's filters.
 func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
 		tbl := tabletest.EmbeddedTable(t)
@@ -39,9 +41,18 @@ func TestGapSpec(t *testing.T) {
 			}
 			return out
 		}
+		p := Params{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}
+		summary, err := db.Run(ctx, "summary", p)
+		if err != nil {
+			t.Fatalf("summary %+v: %v", p, err)
+		}
+		if !slices.Equal(summary.Columns, gapspec.SummaryColumns) {
+			t.Fatalf("summary columns %v, want %v", summary.Columns, gapspec.SummaryColumns)
+		}
 		return gapspec.Result{
-			Gaps:  run(Params{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}),
-			Holes: run(Params{Reference: c.Reference, Sink: c.Reference, Extents: c.Extents}),
+			Gaps:    run(p),
+			Holes:   run(Params{Reference: c.Reference, Sink: c.Reference, Extents: c.Extents}),
+			Summary: catalogtest.CellText(summary.Rows),
 		}
 	})
 }

@@ -2,7 +2,12 @@
 // testdata/gaps, and what its runners share: parsing a case's history into
 // a neutral form (Case) and printing an engine's answer canonically
 // (Result.String), so that the Go planner, the DuckDB queries and the
-// PostgreSQL queries are checked against the very same expected text.
+// PostgreSQL queries are checked against the very same expected text: the
+// gaps, raw's holes, and the summary they add up to.
+//
+// The runners are TestGapSpec in packages mirror, queries and postgres;
+// go test ./mirror -run GapSpec -rewrite regenerates the expected text,
+// which the other two must then print too.
 //
 // The rule the file pins down, whatever engine computes it: a sink's gaps
 // are the reference's (raw's) committed ranges the sink lacks, never more

@@ -66,11 +66,13 @@ type Gap struct {
 }
 
 // Result is what an engine answers for a case: the gaps the filter
-// selects, and the reference's holes in every partition (the filter does
-// not apply), as gaps of the reference.
+// selects, the reference's holes in every partition (the filter does not
+// apply) as gaps of the reference, and the summary of the gaps the filter
+// selects, one row of cells (SummaryColumns) per sink.
 type Result struct {
-	Gaps  []Gap
-	Holes []Gap
+	Gaps    []Gap
+	Holes   []Gap
+	Summary [][]string
 }
 
 // File is the spec's path, for every runner whatever its package.
@@ -296,14 +298,32 @@ func KindOf(sink, reference string) string {
 	return KindReplay
 }
 
-// String prints r canonically: gaps sorted by destination and start, then
-// the reference's holes.
+// String prints r canonically: gaps sorted by destination and start, the
+// reference's holes, then the summary sorted by sink.
 func (r Result) String() string {
 	var b strings.Builder
 	b.WriteString("gaps:\n")
 	writeGaps(&b, r.Gaps, true)
 	b.WriteString("holes:\n")
 	writeGaps(&b, r.Holes, false)
+	b.WriteString("summary:\n")
+	rows := slices.Clone(r.Summary)
+	slices.SortFunc(rows, func(x, y []string) int { return cmp.Compare(x[0], y[0]) })
+	if len(rows) == 0 {
+		b.WriteString("  none\n")
+	}
+	for _, row := range rows {
+		if len(row) != len(SummaryColumns) {
+			fmt.Fprintf(&b, "  a row of %d cells, not %d: %q\n", len(row), len(SummaryColumns), row)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s ranges=%s covered=%s gaps=%s missing=%s oldest=", row[0], row[1], row[2], row[3], row[4])
+		if row[5] == "NULL" {
+			b.WriteString("none\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%s/%s [%s,%s)\n", row[5], row[6], row[7], row[8])
+	}
 	return b.String()
 }
 
