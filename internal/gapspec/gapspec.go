@@ -177,7 +177,7 @@ func Parse(d *datadriven.TestData) (Case, error) {
 			c.Extents = append(c.Extents, coverage.Extent{Topic: tp.topic, Partition: tp.partition, Start: r.Start, End: r.End})
 		default:
 			if len(f) < 3 {
-				return bad(fmt.Errorf("want SINK TOPIC/PARTITION [START,END) ..."))
+				return bad(fmt.Errorf("want SINK TOPIC/PARTITION and one or more [START,END)"))
 			}
 			tp, err := parseTopicPartition(f[1])
 			if err != nil {
