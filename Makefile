@@ -100,13 +100,15 @@ lint: ## gofmt check, go vet and staticcheck, with and without the build tags
 	$(GO) run $(STATICCHECK) -tags integration $(PKGS)
 
 # Every datadriven file regenerated from what the code prints now: the
-# range-set spec, the CLI transcripts and the gap spec (run by the Go
-# planner and by the DuckDB queries). Review the diff before committing.
+# range-set spec, the CLI transcripts and the gap spec
+# (internal/gapspec/testdata/gaps), whose expected text the Go planner
+# writes and the DuckDB and PostgreSQL queries must then print too.
+# Review the diff before committing.
 rewrite: ## regenerate every datadriven file (review the diff)
 	$(GO) test ./coverage -run DataDriven -rewrite
 	$(GO) test ./cmd/covmirror -run Transcripts -rewrite
-	$(GO) test ./recovery -run GapSpec -rewrite
-	$(GO) test ./queries -run GapSpec -rewrite
+	$(GO) test ./mirror -run GapSpec -rewrite
+	$(GO) test -count=1 ./queries ./postgres -run GapSpec
 
 ci: lint test-slow test-integration ## lint, test-slow, test-integration: what .ci/run runs
 
