@@ -22,15 +22,15 @@ build: ## compile every package
 # The quick suite, the one to run often: race detector on, and the
 # "invariants" tag re-checking every RangeSet's normalization after each
 # mutation. It runs every package's tests, but -short leaves out or
-# shortens what is slow and rarely broken: the scale
-# scenario, the 10,000-destination map, serve's SIGKILL test and the
-# two-process checkpoint test on the table are skipped; the process-kill
-# loops run 5 to 10 kills instead of 20 to 50, the local tier's fault
-# model two runs instead of four, the simulation seeds 1 and 2 instead of
-# 1 to 4. Roughly half the whole suite's time: about 6 minutes on 2 cores
-# once built, against about 12 for test-slow (an estimate: mirror's
-# tests were timed, the rest inferred, not the whole run). The first run on a fresh machine builds everything with -race
-# first, which takes minutes more.
+# shortens what is slow and rarely broken: the scale scenario, the
+# 10,000-destination map, serve's SIGKILL test and the two-process
+# checkpoint test on the table are skipped; the process-kill loops run 5
+# to 10 kills instead of 20 to 50, the local tier's fault model two runs
+# instead of four, the simulation seeds 1 and 2 instead of 1 to 4. Roughly
+# half the whole suite's time: about 6 minutes on 2 cores once built,
+# against about 12 for test-slow (an estimate: mirror's tests were timed,
+# the rest inferred, not the whole run). The first run on a fresh machine
+# builds everything with -race first, which takes minutes more.
 test: ## the quick suite (-short -race -tags invariants): what a developer runs often
 	$(GO) test -short -race -tags invariants -timeout 30m $(PKGS)
 
