@@ -1,4 +1,6 @@
-# covmirror build, test and benchmark targets. `make ci` is what CI runs.
+# covmirror's build, test and benchmark targets. A bare `make` lists them
+# (make help); `make ci` is what CI runs (.ci/run). docs/development.md
+# says what each needs.
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 60s
@@ -6,16 +8,36 @@ PKGS        ?= ./...
 
 SIMTIME     ?= 10m
 
-.PHONY: build test test-integration bench fuzz lint ci clean simulate
+.DEFAULT_GOAL := help
 
-build:
+.PHONY: help build test test-slow test-integration rewrite bench fuzz lint ci clean simulate
+
+# Each target's line below is its `##` comment.
+help: ## list the targets with what each does
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## compile every package
 	$(GO) build $(PKGS)
 
-# The test command: race detector on, and the "invariants" tag re-checking
-# every RangeSet's normalization after each mutation. internal/sim runs a
-# few seeds of the whole-pod simulation here; make simulate runs many.
-test:
-	$(GO) test -race -tags invariants -timeout 30m $(PKGS)
+# The quick suite, the one to run often: race detector on, and the
+# "invariants" tag re-checking every RangeSet's normalization after each
+# mutation. It runs every package's tests, but -short leaves out or
+# shortens what is slow and rarely broken: the scale scenario, the
+# 10,000-destination map, serve's SIGKILL test and the two-process
+# checkpoint test on the table are skipped; the process-kill loops run 5
+# to 10 kills instead of 20 to 50, the local tier's fault model two runs
+# instead of four, the simulation seeds 1 and 2 instead of 1 to 4. Roughly
+# half the whole suite's time: about 6 minutes on 2 cores once built,
+# against about 12 for test-slow (an estimate: mirror's tests were timed,
+# the rest inferred, not the whole run). The first run on a fresh machine
+# builds everything with -race first, which takes minutes more.
+test: ## the quick suite (-short -race -tags invariants): what a developer runs often
+	$(GO) test -short -race -tags invariants -timeout 30m $(PKGS)
+
+# The whole suite without -short: everything `make test` runs, and the
+# slow tests at their full counts. make ci runs it.
+test-slow: ## the whole suite, slow tests included (what make ci runs)
+	$(GO) test -race -tags invariants -timeout 60m $(PKGS)
 
 # Tests against real servers: the SQL catalog on PostgreSQL at
 # 127.0.0.1:5432, database test (COVMIRROR_TEST_POSTGRES_URL overrides it;
@@ -25,7 +47,7 @@ test:
 # repository). An unreachable server fails, never skips. The end-to-end
 # pipeline test (internal/pipelinetest) embeds NATS JetStream and starts
 # its own redis-server.
-test-integration:
+test-integration: ## tests against real servers: PostgreSQL, SeaweedFS, the NATS/Redis pipeline
 	COVMIRROR_WEED=$$(bash .ci/seaweedfs.sh) && export COVMIRROR_WEED && \
 	$(GO) test -race -tags integration -run 'Postgres|SeaweedFS' -timeout 60m $(PKGS)
 
@@ -38,7 +60,7 @@ test-integration:
 # ranges) sets Resume of one partition beside a full-table read, the queries
 # beside the Go planner, and a checkpoint beside a raw append, with the peak
 # heap of each. The postgres benchmarks take their own run counts.
-bench:
+bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 100x ./mirror
@@ -53,20 +75,22 @@ bench:
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each
-# failing seed (go test ./internal/sim -seed N -v replays one).
-simulate:
+# failing seed (go test ./internal/sim -run TestSimulation -seed N -v
+# replays one).
+simulate: ## the whole-pod simulation on fresh seeds for SIMTIME (default 10m)
 	$(GO) test ./internal/sim -run '^TestSimulation$$' -simtime $(SIMTIME) -timeout 0 -count=1 -v
 
 # Each fuzz target for FUZZTIME (go test accepts one -fuzz target per run).
 # FuzzQueryTextAgrees runs the printed SQL in the PostgreSQL of
 # test-integration, and through psql.
-fuzz:
+fuzz: ## each fuzz target for FUZZTIME (default 60s)
 	$(GO) test ./coverage -run '^$$' -fuzz '^FuzzRangeSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./local -run '^$$' -fuzz '^FuzzKeyEncoding$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./sidecar -run '^$$' -fuzz '^FuzzDecodeFastAgrees$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 	$(GO) test ./postgres -run '^$$' -fuzz '^FuzzQueryTextAgrees$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
-lint:
+# gofmt, go vet and staticcheck, with and without the build tags.
+lint: ## gofmt check, go vet and staticcheck, with and without the build tags
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -75,7 +99,18 @@ lint:
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run $(STATICCHECK) -tags integration $(PKGS)
 
-ci: lint test test-integration
+# Every datadriven file regenerated from what the code prints now: the
+# range-set spec, the CLI transcripts and the gap spec
+# (internal/gapspec/testdata/gaps), whose expected text the Go planner
+# writes and the DuckDB and PostgreSQL queries must then print too.
+# Review the diff before committing.
+rewrite: ## regenerate every datadriven file (review the diff)
+	$(GO) test ./coverage -run DataDriven -rewrite
+	$(GO) test ./cmd/covmirror -run Transcripts -rewrite
+	$(GO) test ./mirror -run GapSpec -rewrite
+	$(GO) test -count=1 ./queries ./postgres -run GapSpec
 
-clean:
+ci: lint test-slow test-integration ## lint, test-slow, test-integration: what .ci/run runs
+
+clean: ## empty the test cache
 	$(GO) clean -testcache

@@ -13,6 +13,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var ctx = context.Background()
@@ -109,8 +110,7 @@ func TestCompactionIsSetEqualAndFewerFiles(t *testing.T) {
 }
 
 func compactionIsSetEqual(t *testing.T, open func(*testing.T) *iceberg.Table) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	for round := range 3 {
 		tbl := open(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/childproc"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // Child processes (childproc roles) read their settings from these.
@@ -149,12 +150,15 @@ func checkpointsWhileCompacting(t *testing.T, props map[string]string, tbl *iceb
 // finishes the job.
 func TestCompactionKilledAtRandom(t *testing.T) {
 	props, tbl := embeddedTable(t)
-	compactionKilledAtRandom(t, props, tbl, 20)
+	kills := 20
+	if testing.Short() {
+		kills = 5
+	}
+	compactionKilledAtRandom(t, props, tbl, kills)
 }
 
 func compactionKilledAtRandom(t *testing.T, props map[string]string, tbl *iceberg.Table, kills int) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	randomCheckpoints(t, tbl, r, 40)
 	before := coverageOf(t, tbl)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // stampedRows reads every row of tbl with its recorded_at.
@@ -30,8 +31,7 @@ func stampedRows(t *testing.T, tbl *iceberg.Table) []iceberg.Row {
 // the compaction's time: lag measured from recorded_at must not reset to
 // zero at every compaction.
 func TestCompactionKeepsRecordedAt(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 1))
 	for round := range 3 {
 		tbl := openTable(t)

@@ -1,26 +1,17 @@
 package coverage
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: derive from the clock)")
-
-// testSeed returns the seed for a randomized test and logs it so that a
-// failure can be replayed with -seed.
-func testSeed(t *testing.T) uint64 {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
-	return seed
-}
+// testSeed returns the seed for a randomized test, logged with the command
+// that replays it (internal/testseed).
+func testSeed(t *testing.T) uint64 { return testseed.Seed(t) }
 
 // bitModel is the naive reference: one bool per batch id in [base, base+n).
 type bitModel struct {

@@ -1,7 +1,6 @@
 package coverage
 
 import (
-	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,13 +8,11 @@ import (
 	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-var normalizeSeed = flag.Uint64("normalize-seed", 0, "seed for TestNormalizeMatchesRangeSet (0: from the clock)")
-
 // TestNormalizeMatchesRangeSet: Normalize gives what a RangeSet built from
 // the same ranges holds, for random lists with overlaps, touches,
 // duplicates and invalid ranges; and it never modifies its input.
 func TestNormalizeMatchesRangeSet(t *testing.T) {
-	seed := testseed.Seed(t, *normalizeSeed, "go test ./coverage -run TestNormalizeMatchesRangeSet -normalize-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := range 20000 {
 		n := rng.IntN(12)

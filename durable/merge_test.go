@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"flag"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var mergeSeed = flag.Uint64("merge-seed", 0, "seed for TestMergeRangesMatchesRangeSets (0: from the clock)")
 
 // digestByRangeSets is Digest as first written, merging through a
 // RangeSet per destination: the reference the faster Digest must agree
@@ -57,7 +54,7 @@ func digestByRangeSets(kind, writer string, ranges []coverage.DestinationRanges,
 // already merged), MergeRanges holds what a RangeSet per destination
 // holds, leaves its input alone, and Digest equals the reference digest.
 func TestMergeRangesMatchesRangeSets(t *testing.T) {
-	seed := testseed.Seed(t, *mergeSeed, "go test ./durable -run TestMergeRangesMatchesRangeSets -merge-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dests := []coverage.Destination{{Sink: "lake", Topic: "a"}, {Sink: "lake", Topic: "a", Partition: 1}, {Sink: "lake", Topic: "b"}, {Sink: "raw", Topic: "a"}}
 	for i := range 5000 {

@@ -18,6 +18,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 const (
@@ -148,7 +149,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 
 	// Killed around the commit.
 	propsJSON, _ := json.Marshal(server.Props())
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 0))
 	var last *coverage.RangeSet
 	for kill := range 10 {
 		child := childproc.Start(t, "sinkwriter", childPropsEnv+"="+string(propsJSON), childNSEnv+"="+cov.ident[0],

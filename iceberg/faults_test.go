@@ -6,8 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +14,17 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/faultio"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // TestRandomFaults runs appends, rewrites, merges of manifests and
 // TableSink writes with faults from faultio, chosen from a seed
-// (COVMIRROR_SEED replays one), checking after every step that the table never holds a range that was not
-// appended, that an Append or a Write returning nil has every range in the
-// table, and that TableSink's coverage never leads its sink table.
+// (internal/testseed: -seed or COVMIRROR_SEED replays one), checking after
+// every step that the table never holds a range that was not appended,
+// that an Append or a Write returning nil has every range in the table,
+// and that TableSink's coverage never leads its sink table.
 func TestRandomFaults(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("COVMIRROR_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with COVMIRROR_SEED=%d)", seed, seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ctx := context.Background()
 	props, err := EmbeddedProps(t.TempDir())

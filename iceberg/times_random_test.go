@@ -2,7 +2,6 @@ package iceberg_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -14,8 +13,6 @@ import (
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var timesSeed = flag.Uint64("times-seed", 0, "seed of the recorded-times tests (0: from the clock)")
 
 // appendStamped commits rows, in the order given, with their own recorded_at,
 // through iceberg-go's append (one data file per call).
@@ -52,7 +49,7 @@ func readSinkTimes(t *testing.T, tbl *iceberg.Table, sink string) (map[coverage.
 // on random rows in random order spread over several files, then through
 // compaction (twice, with rows added between).
 func TestReadFilesCoverageTimesRandom(t *testing.T) {
-	seed := testseed.Seed(t, *timesSeed, "go test ./iceberg -run "+t.Name()+" -times-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -128,7 +125,7 @@ func TestReadFilesCoverageTimesRandom(t *testing.T) {
 // Many rows in one destination, so that the set spans many chunks
 // (chunkMax 128): merges across chunk boundaries, ranges moved downward.
 func TestReadFilesCoverageTimesManyChunks(t *testing.T) {
-	seed := testseed.Seed(t, *timesSeed, "go test ./iceberg -run "+t.Name()+" -times-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tbl := tabletest.EmbeddedTable(t)

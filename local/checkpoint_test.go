@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var ctx = context.Background()
 
 func rng(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	return rand.New(rand.NewPCG(seed, 0))
 }
 

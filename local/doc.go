@@ -73,47 +73,14 @@
 // nil stays covered while the process lives, across a kill of the process
 // once its commit succeeded, and with Sync across a power loss.
 //
-// Pebble stops on some faults by calling its logger's Fatalf, which must not
-// return, and on a few by panicking. A library may not exit the process, so
-// the store fails instead (health.go): the first write under Dir that fails
-// (watchfs.go), a corruption Pebble reports, a Fatalf or a panic in a Pebble
-// call marks it failed, for good. From then on Record and the checkpoint
-// methods return that error (coverage.ErrUnavailable for a failed disk,
-// coverage.ErrCorrupt for corruption, naming the directory, the cause and
-// what to do); Covered, Destinations and Diagnostics still answer from
-// memory, which holds only acknowledged records. A Fatalf on one of our
-// calls is recovered into that error; one on a Pebble background goroutine
-// parks that goroutine for good, freezing the broken instance rather than
-// killing the process or letting it go on; no caller waits on it, and Close
-// leaves it, with the directory's lock, to the process's exit. The remedy is
-// to restart the process once the disk is fixed: the store reopens from what
-// Pebble wrote, and what it had not written is replayed.
-//
-// Pebble retries a failed flush or compaction at once, for ever, reporting
-// each failure as a background error: on a full disk the instance spun,
-// creating a table per retry. The first failed background job fails the
-// store and parks its goroutine (health.go), which stops the instance; a
-// failed disk usage query, not a failed job, is only logged. Errors are
-// logged once each, as their message, never with Pebble's stack trace.
-//
-// Pebble also panics on two failed file operations, where no recover can
-// help: a failed directory sync while it moves its MANIFEST marker, on its
-// own goroutine, and a WAL that fails while it is rotated (the panic runs
-// with Pebble's mutex released). watchfs.go parks the goroutine there,
-// after failing the store, as Fatalf does.
-//
-// A failed Open leaves no Pebble work running: Pebble's Open flushes the WAL
-// it replays and could start a compaction (or a table-stats load) on its own
-// goroutine, which its cleanup after a later failure does not wait for, and
-// which then crashed the process on the closed file cache. So no compaction
-// is granted before Open has succeeded (scheduler.go), after which the one
-// Pebble picked meanwhile runs, and table stats, which only tune how soon
-// tombstones are compacted, are off. A failed Open releases the directory
-// once it has closed Pebble, so that the next Open in the same process can
-// succeed. When a Pebble goroutine
-// had to be parked, that instance cannot be closed: the directory stays
-// locked until the process exits, the error says so, and the remedy is to
-// restart the process.
+// Pebble stops on some faults by calling its logger's Fatalf or by
+// panicking, and retries failed background jobs for ever; a library may not
+// exit the process, so the store fails instead, for good (health.go,
+// watchfs.go, scheduler.go): Record and the checkpoint methods return a
+// classified error naming the directory, the cause and the remedy, while
+// Covered, Destinations and Diagnostics answer from memory, which holds
+// only acknowledged records. docs/design.md ("The local tier under
+// failures") says how each of Pebble's failure modes is caught, and why.
 //
 // Records are never dropped: staged records whose write fails stay staged and
 // covered in memory (their sinks acknowledged them; nothing else would write

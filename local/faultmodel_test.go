@@ -2,12 +2,9 @@ package local
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,28 +14,14 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-// The randomized fault tests draw everything from one seed: -seed N (or
-// COVMIRROR_LOCAL_SEED=N) replays a failure. Pebble's background goroutines
-// make the interleaving of injected faults vary a little between runs.
-var seedFlag = flag.Uint64("seed", 0, "seed of the local store's randomized fault tests (0: from the clock)")
-
-func faultSeed(t *testing.T) uint64 {
-	seed := *seedFlag
-	if v := os.Getenv("COVMIRROR_LOCAL_SEED"); seed == 0 && v != "" {
-		seed, _ = strconv.ParseUint(v, 10, 64)
-	}
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replay with: go test ./local -run '%s' -seed %d", t.Name(), seed)
-		}
-	})
-	return seed
-}
+// The randomized fault tests draw everything from one seed (internal/testseed:
+// -seed N or COVMIRROR_SEED=N replays a failure). Pebble's background
+// goroutines make the interleaving of injected faults vary a little
+// between runs.
+func faultSeed(t *testing.T) uint64 { return testseed.Seed(t) }
 
 // randInjector fails write operations, with ENOSPC or EIO, with a
 // probability while armed.
@@ -177,7 +160,11 @@ func TestFaultsNeverLead(t *testing.T) {
 	seed := faultSeed(t)
 	defer func(w time.Duration) { closeWait = w }(closeWait)
 	closeWait = time.Second // a Pebble wedged by a failure is left behind, not waited for
-	for i := range 4 {
+	runs := 4
+	if testing.Short() {
+		runs = 2 // one without Sync, one with
+	}
+	for i := range runs {
 		syncOn := i%2 == 1
 		t.Run(fmt.Sprintf("run%d-sync=%v", i, syncOn), func(t *testing.T) {
 			runFaults(t, seed+uint64(i), syncOn, 300)

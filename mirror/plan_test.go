@@ -3,7 +3,6 @@ package mirror
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,26 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized plan tests (0: from the clock)")
-
-func testSeed(t *testing.T) uint64 {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replay with: go test ./mirror -run '%s' -seed %d", t.Name(), seed)
-		}
-	})
-	return seed
-}
+// testSeed returns the seed for a randomized test, logged with the command
+// that replays it (internal/testseed).
+func testSeed(t *testing.T) uint64 { return testseed.Seed(t) }
 
 // TestPlanReportsReferenceHoles is the regression: raw covers [0,5) and
 // [6,10) (its record of batch 5 was lost), lake [0,5). The plan used to say

@@ -12,6 +12,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
 )
@@ -22,8 +23,7 @@ import (
 // the primary does not (the table is read before the primary, which only
 // grows), and once everything stops one more run makes them equal.
 func TestReplicateRacesAppendsAndCompaction(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
 	blobs, err := object.OpenDir(t.TempDir())

@@ -11,6 +11,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -20,8 +21,7 @@ import (
 // mirror holds at most what the primary holds, and once the appends stop,
 // exactly that.
 func TestReplicateMirrorsNeverLeads(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
 	primary, table := tabletest.EmbeddedTable(t), tabletest.EmbeddedTable(t)

@@ -104,7 +104,7 @@ func requireExactly(t *testing.T, tier durable.Tier, want map[coverage.Destinati
 func crashInto(t *testing.T, tier durable.Tier, kills int, tierEnv ...string) {
 	t.Helper()
 	localDir, logPath := t.TempDir(), t.TempDir()+"/log"
-	seed := testseed.Seed(t, *seedFlag, "go test ./mirror -run "+t.Name()+" -seed SEED")
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	attempted := map[int32]*coverage.RangeSet{0: new(coverage.RangeSet), 1: new(coverage.RangeSet)}
 	var logOffset int64

@@ -3,7 +3,6 @@ package object
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,9 +11,8 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var faultSeedFlag = flag.Uint64("faultseed", 0, "seed for the randomized Blobs fault test (0: from the clock)")
 
 // flakyBlobs wraps a real Blobs and, drawn from a seeded generator, fails
 // a Get, refuses a Put with a spurious ErrPrecondition, or fails a Put
@@ -66,11 +64,7 @@ func (f *flakyBlobs) Put(ctx context.Context, key string, data []byte, ifMatch s
 // that was never appended and every range whose Append returned nil; at
 // the end, once the pending ones are appended, exactly what was appended.
 func TestFaultsNeverLead(t *testing.T) {
-	seed := *faultSeedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (-faultseed to replay)", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dir := t.TempDir()
 	inner, err := OpenDir(dir)

@@ -2,7 +2,6 @@ package object
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,14 +11,12 @@ import (
 	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-var unionSeed = flag.Uint64("union-seed", 0, "seed for TestUnionIntoMatchesNormalize (0: from the clock)")
-
 // TestUnionIntoMatchesNormalize: merging a checkpoint's ranges into a
 // destination's, in place, gives the union of both as coverage.Normalize
 // computes it, whether the new ranges lie past the old, among them or
 // before them, and never changes the checkpoint's ranges.
 func TestUnionIntoMatchesNormalize(t *testing.T) {
-	seed := testseed.Seed(t, *unionSeed, "go test ./object -run "+t.Name()+" -union-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	random := func(n int, from, span uint64) []coverage.Range {
 		rs := make([]coverage.Range, n)
@@ -50,7 +47,7 @@ func TestUnionIntoMatchesNormalize(t *testing.T) {
 // the object's bytes with the encodings apply keeps are the bytes of the
 // same object encoded afresh, and decode to the same ranges.
 func TestKeptEncodingMatchesFresh(t *testing.T) {
-	seed := testseed.Seed(t, *unionSeed, "go test ./object -run "+t.Name()+" -union-seed SEED")
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for round := range 200 {
 		o := &sinkObject{Sink: "lake"}

@@ -18,6 +18,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var stored = coverage.Source{Name: "landing-files", Regime: coverage.Stored}
@@ -89,11 +90,7 @@ func checkPositions(t *testing.T, what string, s coverage.PositionStore, source 
 // positions into one source's object concurrently, each save twice. The
 // result is the union, bounded: partition 0 gets more than the bound.
 func TestPositionsConcurrentClients(t *testing.T) {
-	seed := *faultSeedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (-faultseed to replay)", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dir := t.TempDir()
 	const clients = 4

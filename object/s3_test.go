@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-)
 
-var s3SeedFlag = flag.Uint64("s3seed", 0, "seed for the randomized S3 fault tests (0: from the clock)")
+	"github.com/covmirror/covmirror/internal/testseed"
+)
 
 // testCredentials puts throwaway static credentials in the environment,
 // where the AWS default chain finds them (the stub does not check them).
@@ -214,11 +213,7 @@ func TestS3PutFaultClassification(t *testing.T) {
 // a reference (the object read through a clean client before and after).
 func TestS3PutFaultsRandom(t *testing.T) {
 	testCredentials(t)
-	seed := *s3SeedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -s3seed=%d)", seed, seed)
+	seed := testseed.Seed(t)
 	endpoint := newS3Stub(t, &s3Stub{})
 	clean := openS3(t, endpoint, "bucket", "", nil)
 	ft := newFaultTransport(seeded(seed, 0.5))

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -14,8 +13,6 @@ import (
 	"github.com/covmirror/covmirror/internal/testseed"
 )
 
-var foldSeed = flag.Uint64("fold-seed", 0, "seed for TestFoldsKeepTheUnion (0: from the clock)")
-
 // TestFoldsKeepTheUnion: four Tiers append random checkpoints to shared
 // destinations at once, folding after every append, while a fifth folds
 // in a loop. Whatever the interleaving, the coverage is exactly the union
@@ -23,7 +20,7 @@ var foldSeed = flag.Uint64("fold-seed", 0, "seed for TestFoldsKeepTheUnion (0: f
 // a final fold leaves one row per destination, whose last writer is the
 // last to write it.
 func TestFoldsKeepTheUnion(t *testing.T) {
-	seed := testseed.Seed(t, *foldSeed, "go test ./postgres -run TestFoldsKeepTheUnion -fold-seed SEED")
+	seed := testseed.Seed(t)
 	schema := freshSchema(t)
 	open := func(foldEvery int) *Tier {
 		tier, err := Open(ctx, Options{URL: catalogtest.PostgresURL(), Schema: schema, FoldEvery: foldEvery})

@@ -16,6 +16,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/durable/durabletest"
 	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // TestConformance runs the durable tiers' suite: every client has its own
@@ -46,8 +47,7 @@ func TestPositionsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	n := MaxPositionsPerPartition + 40
 	for _, b := range rng.Perm(n) {
@@ -106,8 +106,7 @@ func (m model) check(t *testing.T, what string, tier *Tier) {
 // append fails (rows are locked in one order, so no deadlock surfaces).
 func TestConcurrentTiersUnion(t *testing.T) {
 	schema := freshSchema(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dests := []coverage.Destination{{Sink: "raw", Topic: "t"}, {Sink: "raw", Topic: "t", Partition: 1}, {Sink: "lake", Topic: "t"}, {Sink: "lake", Topic: "u"}}
 	const writers, per = 4, 40

@@ -22,7 +22,7 @@ import (
 // form printed for psql, its parameters written in as literals, gives them
 // too.
 func TestPostgresFormsAgree(t *testing.T) {
-	seed := testseed.Seed(t, *seedFlag, "go test ./queries -run TestPostgresFormsAgree -seed SEED")
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 3))
 	conn, err := pgx.Connect(ctx, catalogtest.PostgresURL())
 	if err != nil {

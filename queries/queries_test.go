@@ -3,7 +3,6 @@ package queries
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"math/big"
@@ -12,17 +11,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/mirror"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: from the clock)")
 
 var ctx = context.Background()
 
@@ -255,11 +252,7 @@ func TestQueriesAgreeWithTheCoveragePackage(t *testing.T) {
 }
 
 func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings []Binding) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	rounds := 10
 	if testing.Short() {

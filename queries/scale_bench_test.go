@@ -14,7 +14,7 @@ import (
 	"github.com/covmirror/covmirror/mirror"
 )
 
-// Peak heap limits of the scale scenario's readers, as the README states
+// Peak heap limits of the scale scenario's readers, as docs/scale.md states
 // them; the benchmark fails past one.
 const (
 	scaleResumePeakLimit = 64 << 20  // Resume of one (topic, partition)

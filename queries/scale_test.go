@@ -15,6 +15,9 @@ import (
 // benchmark against what the scenario holds: Resume of each partition,
 // Plan over everything, the gaps and summary queries.
 func TestScaleScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the scale scenario; make test-slow runs it")
+	}
 	cfg := scale.Small
 	tbl := tabletest.EmbeddedTable(t)
 	res, err := scale.Build(ctx, tbl, cfg)

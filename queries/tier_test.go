@@ -13,6 +13,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
 )
@@ -75,11 +76,7 @@ func randomHistory(t testing.TB, r *rand.Rand, n int, tiers ...durable.Tier) mod
 // summary (and lag's batch counts) through OpenTier and Open, under random
 // filters, and the coverage and gaps are the coverage package's.
 func TestTierAgreesWithTable(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 1))
 	rounds := 8
 	if testing.Short() {

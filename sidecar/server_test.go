@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,13 +25,10 @@ import (
 	"github.com/covmirror/covmirror/mirror"
 )
 
-var (
-	ctx      = context.Background()
-	seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests (0: a fresh one, printed)")
-)
+var ctx = context.Background()
 
 func seed(t *testing.T) uint64 {
-	return testseed.Seed(t, *seedFlag, "go test ./sidecar -run "+t.Name()+" -seed SEED")
+	return testseed.Seed(t)
 }
 
 // pod is a real local tier, a real embedded coverage table and positions

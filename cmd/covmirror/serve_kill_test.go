@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var killSeed = flag.Uint64("kill-seed", 0, "TestServeProcessSurvivesSIGKILL: the seed of the kill moments (0: from the clock)")
 
 // ackMargin is how long before a SIGKILL a record's 200 must have come for
 // the record to be owed after a restart: local.Options.CommitDelay (2ms by
@@ -39,8 +36,11 @@ const ackMargin = 500 * time.Millisecond
 // tier can have kept them. On each durable tier: the embedded coverage
 // table, the sink objects, PostgreSQL.
 func TestServeProcessSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: serve killed on each tier (local's TestKilledProcessKeepsEveryCommit checks the WAL in make test); make test-slow runs it")
+	}
 	bin := buildBinary(t)
-	seed := testseed.Seed(t, *killSeed, "go test ./cmd/covmirror -run TestServeProcessSurvivesSIGKILL -kill-seed SEED")
+	seed := testseed.Seed(t)
 	for i, tier := range []string{"iceberg", "object", "postgres"} {
 		t.Run(tier, func(t *testing.T) {
 			t.Setenv("COVMIRROR_DURABLE", tier)

@@ -17,7 +17,8 @@ type PositionHarness struct {
 	// Open returns a new, empty store configured with sources. The suite
 	// closes it.
 	Open func(t *testing.T, sources ...coverage.Source) coverage.PositionStore
-	// Seed fixes the randomized scenario; zero derives one from the clock.
+	// Seed fixes the randomized scenario; zero takes the test run's seed
+	// (-seed or COVMIRROR_SEED), else a fresh one.
 	Seed uint64
 	// Light runs the scenarios with a fifth of their operations, for
 	// backends where every save is a catalog commit.

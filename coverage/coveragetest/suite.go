@@ -22,8 +22,9 @@ type Harness struct {
 	// backend without persistence.
 	Reopen func(t *testing.T, s coverage.Store) coverage.Store
 
-	// Seed fixes the randomized scenarios; zero derives one from the clock.
-	// The seed in use is logged either way.
+	// Seed fixes the randomized scenarios; zero takes the test run's seed
+	// (-seed or COVMIRROR_SEED), else a fresh one. The seed in use is
+	// logged either way.
 	Seed uint64
 
 	// InOrderRecords is how many single-batch records the in-order scenario
@@ -70,7 +71,7 @@ func open(t *testing.T, h Harness) coverage.Store {
 }
 
 func seed(t *testing.T, h Harness) uint64 {
-	return testseed.Seed(t, h.Seed, "set Harness.Seed to SEED")
+	return testseed.SeedOr(t, h.Seed)
 }
 
 func dest(sink string, partition int32) coverage.Destination {

@@ -25,8 +25,9 @@ type Harness struct {
 	// none (register cleanups with t).
 	New func(t *testing.T) (open func(t *testing.T) durable.Tier)
 
-	// Seed fixes the randomized scenarios; zero derives one from the clock.
-	// The seed in use is logged either way.
+	// Seed fixes the randomized scenarios; zero takes the test run's seed
+	// (-seed or COVMIRROR_SEED), else a fresh one. The seed in use is
+	// logged either way.
 	Seed uint64
 
 	// Light runs the scenarios with a tenth of their appends, for backends
@@ -54,7 +55,7 @@ func Run(t *testing.T, h Harness) {
 var ctx = context.Background()
 
 func seed(t *testing.T, h Harness) uint64 {
-	return testseed.Seed(t, h.Seed, "set Harness.Seed to SEED")
+	return testseed.SeedOr(t, h.Seed)
 }
 
 // model is what the tier must hold: per destination, the batches appended.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "replay one seed of TestPipelineJetStreamPostgresRedis (0: three fresh seeds)")
 
 const (
 	seedsPerRun = 3
@@ -33,12 +30,12 @@ const (
 func TestPipelineJetStreamPostgresRedis(t *testing.T) {
 	bin := buildCovmirror(t)
 	runs := seedsPerRun
-	if *seedFlag != 0 {
-		runs = 1
+	if _, fixed := testseed.Fixed(t); fixed {
+		runs = 1 // replaying one seed
 	}
 	for range runs {
 		t.Run("seed", func(t *testing.T) {
-			seed := testseed.Seed(t, *seedFlag, "go test -tags integration ./internal/pipelinetest -run TestPipelineJetStreamPostgresRedis -v -seed SEED")
+			seed := testseed.Seed(t)
 			runPipeline(t, bin, seed)
 		})
 	}

@@ -9,12 +9,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "replay the run of this seed alone")
 	stepsFlag = flag.Int("steps", 0, "steps per run with faults on (zero: 150)")
-	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when -seed and -simtime are not given")
+	seedsFlag = flag.Int("seeds", 4, "how many runs, from seed 1, when no seed is given (-seed, COVMIRROR_SEED) and no -simtime (under -short, unless given: 2)")
 	simTime   = flag.Duration("simtime", 0, "run seeds from a random first one for this long (make simulate)")
 	tierFlag  = flag.String("durable", "", "run every seed on this durable tier (iceberg, object or postgres); empty: by seed%3, 0 iceberg, 1 object, 2 postgres")
 )
@@ -23,7 +24,8 @@ var (
 // that consecutive seeds (make simulate) exercise the three tiers evenly.
 // The default four seeds run 3 on iceberg, 1 and 4 on object and 2 on
 // PostgreSQL: an iceberg run costs about three of the others under -race,
-// so make test is no slower than with two iceberg and two object seeds.
+// so make test-slow is no slower than with two iceberg and two object
+// seeds; make test (-short) runs seeds 1 and 2.
 func tierOf(seed uint64) string {
 	switch {
 	case *tierFlag != "":
@@ -37,16 +39,26 @@ func tierOf(seed uint64) string {
 	}
 }
 
-// TestSimulation runs whole-pod simulations: seeds 1 to -seeds, or -seed
-// alone, or as many as fit in -simtime, each on the durable tier tierOf
-// picks. Each checks the invariant after every step and that recovery
-// completes once faults stop; a failure prints its seed, its tier, the
-// command that replays it and the steps that led to it.
+// seedsGiven reports whether -seeds was given on the command line.
+func seedsGiven() bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "seeds" })
+	return given
+}
+
+// TestSimulation runs whole-pod simulations: seeds 1 to -seeds (two under
+// -short unless -seeds is given), or the seed given (internal/testseed:
+// -seed or COVMIRROR_SEED) alone, or as many as fit in -simtime, each on
+// the durable tier tierOf picks. Each
+// checks the invariant after every step and that recovery completes once
+// faults stop; a failure prints its seed, its tier, the command that
+// replays it and the steps that led to it.
 func TestSimulation(t *testing.T) {
 	var seeds func(yield func(uint64) bool)
+	given, replay := testseed.Fixed(t)
 	switch {
-	case *seedFlag != 0:
-		seeds = func(yield func(uint64) bool) { yield(*seedFlag) }
+	case replay:
+		seeds = func(yield func(uint64) bool) { yield(given) }
 	case *simTime > 0:
 		deadline := time.Now().Add(*simTime)
 		first := uint64(time.Now().UnixNano())
@@ -55,8 +67,12 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 	default:
+		n := uint64(*seedsFlag)
+		if testing.Short() && !seedsGiven() {
+			n = min(n, 2) // object and PostgreSQL: an iceberg seed costs about three of those
+		}
 		seeds = func(yield func(uint64) bool) {
-			for s := uint64(1); s <= uint64(*seedsFlag) && yield(s); s++ {
+			for s := uint64(1); s <= n && yield(s); s++ {
 			}
 		}
 	}
@@ -67,7 +83,7 @@ func TestSimulation(t *testing.T) {
 	failed := 0
 	for seed := range seeds {
 		cfg := Config{Seed: seed, Steps: *stepsFlag, Dir: t.TempDir(), Durable: tierOf(seed)}
-		if *seedFlag != 0 && testing.Verbose() {
+		if replay && testing.Verbose() {
 			cfg.Trace = func(line string) { t.Log(line) }
 		}
 		res, err := Run(context.Background(), cfg)
@@ -88,7 +104,7 @@ func TestSimulation(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("seed %d on %s: the simulation itself failed: %v", seed, cfg.Durable, err)
 		}
-		if *seedFlag != 0 {
+		if replay {
 			t.Logf("seed %d: %s\nrates: %+v", seed, res.Summary(), res.Rates)
 		}
 	}

@@ -2,7 +2,6 @@ package covmap
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,9 +15,8 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for the generated map (0: from the clock)")
 
 // largeTable commits 10,000 destinations in one checkpoint: raw and nine
 // sinks over 20 topics of 50 partitions. Each sink lacks a random inner
@@ -63,11 +61,10 @@ func largeTable(t *testing.T, seed uint64) (*iceberg.Table, map[string]uint64, i
 // With 10,000 destinations the aggregate stays small, the totals match the
 // generated gaps, a zoom is capped, and the page renders both.
 func TestMapAtTenThousandDestinations(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
+	if testing.Short() {
+		t.Skip("slow: a map of 10,000 destinations; make test-slow runs it")
 	}
-	t.Logf("seed %d (replay with -seed %d)", seed, seed)
+	seed := testseed.Seed(t)
 	table, want, dests := largeTable(t, seed)
 	handler, err := Handler(Options{Source: TableSource{Table: table}})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // TestAppendNoRangesMayHaveLanded: a checkpoint that carries no ranges
@@ -130,8 +131,7 @@ func TestCachedVersionABA(t *testing.T) {
 // they land. Coverage never holds a range not yet attempted, always holds
 // every acknowledged one, and ends exactly the union.
 func TestOneStoreConcurrentFaults(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	dir := t.TempDir()
 	inner, err := OpenDir(dir)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,8 +15,6 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
-
-var aliasSeedFlag = flag.Uint64("alias-seed", 0, "seed for TestInPlaceMergeAliasing (0: from the clock)")
 
 // chaosBlobs wraps a real Blobs with seeded faults: a Get that fails, a Put
 // refused with a spurious ErrPrecondition or failing before it writes, and
@@ -165,7 +162,7 @@ func checkCacheCoherent(t *testing.T, s *Store, blobs Blobs) int {
 // every pending checkpoint lands, coverage is exactly the union, and each
 // cached object at the stored version is the stored object.
 func TestInPlaceMergeAliasing(t *testing.T) {
-	seed := testseed.Seed(t, *aliasSeedFlag, "go test ./object -run TestInPlaceMergeAliasing -alias-seed SEED")
+	seed := testseed.Seed(t)
 	dir := t.TempDir()
 	inner, err := OpenDir(dir)
 	if err != nil {

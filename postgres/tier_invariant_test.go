@@ -69,7 +69,7 @@ func sqlState(err error) string {
 // row (and, past FoldRowsInTx, its own fold's row locks) is open; the
 // transaction then commits, or rolls back. The union holds exactly what
 // committed.
-func TestAdversarialFoldBesideOpenRecordInTx(t *testing.T) {
+func TestFoldBesideOpenRecordInTx(t *testing.T) {
 	for _, commit := range []bool{true, false} {
 		for _, inTxFold := range []bool{false, true} {
 			t.Run(fmt.Sprintf("commit=%v/inTxFold=%v", commit, inTxFold), func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestAdversarialFoldBesideOpenRecordInTx(t *testing.T) {
 // snapshot still sees. It must fail as a serialization failure (to be
 // retried whole), never merge deleted rows into a second copy or lose the
 // fold's row.
-func TestAdversarialInTxFoldAfterConcurrentFold(t *testing.T) {
+func TestInTxFoldAfterConcurrentFold(t *testing.T) {
 	for _, iso := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
 		t.Run(string(iso), func(t *testing.T) {
 			schema := freshSchema(t)
@@ -173,7 +173,7 @@ func TestAdversarialInTxFoldAfterConcurrentFold(t *testing.T) {
 // opposite orders, each folding as it goes (FoldRowsInTx rows each): the
 // folds pass over the rows the other holds (SKIP LOCKED), so neither
 // waits for the other nor is a deadlock victim, and both commit.
-func TestAdversarialInTxFoldsOppositeOrders(t *testing.T) {
+func TestInTxFoldsOppositeOrders(t *testing.T) {
 	schema := freshSchema(t)
 	tier := advTier(t, schema)
 	a := coverage.Destination{Sink: "s", Topic: "a", Partition: 0}
@@ -232,7 +232,7 @@ func TestAdversarialInTxFoldsOppositeOrders(t *testing.T) {
 // Two Tiers append the same name with different payloads at once, many
 // times: exactly one lands, the other is ErrNameReused, and the coverage
 // holds the winner's ranges only.
-func TestAdversarialSameNameRace(t *testing.T) {
+func TestSameNameRace(t *testing.T) {
 	schema := freshSchema(t)
 	t1, t2 := openTier(t, schema), openTier(t, schema)
 	d := coverage.Destination{Sink: "s", Topic: "t", Partition: 0}
@@ -282,7 +282,7 @@ func TestAdversarialSameNameRace(t *testing.T) {
 
 // The canned queries give the same rows over unfolded rows (several per
 // destination, overlapping, out of order) as after a fold.
-func TestAdversarialQueriesUnfolded(t *testing.T) {
+func TestQueriesUnfolded(t *testing.T) {
 	schema := freshSchema(t)
 	tier := advTier(t, schema)
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "t", Partition: 0}
@@ -332,7 +332,7 @@ func TestAdversarialQueriesUnfolded(t *testing.T) {
 // row per destination, as the table used to be keyed) cannot take a
 // second checkpoint of a destination: Open must refuse it with
 // ErrSchemaMismatch rather than accept it and fail later appends.
-func TestAdversarialUniqueIndexRefused(t *testing.T) {
+func TestUniqueIndexRefused(t *testing.T) {
 	schema := freshSchema(t)
 	advTier(t, schema)
 	cov := pgx.Identifier{schema, "coverage"}.Sanitize()
@@ -364,7 +364,7 @@ func TestAdversarialUniqueIndexRefused(t *testing.T) {
 
 // A fold that fails mid-statement (here its INSERT raises) rolls back:
 // every row it deleted is there again.
-func TestAdversarialFoldFailsMidway(t *testing.T) {
+func TestFoldFailsMidway(t *testing.T) {
 	schema := freshSchema(t)
 	tier := advTier(t, schema)
 	d := coverage.Destination{Sink: "s", Topic: "t", Partition: 0}
@@ -389,7 +389,7 @@ func TestAdversarialFoldFailsMidway(t *testing.T) {
 
 // Ranges at the bounds of a batch id (0 and MaxBatchEnd) survive a
 // multi-range checkpoint and a fold.
-func TestAdversarialBoundsFold(t *testing.T) {
+func TestBoundsFold(t *testing.T) {
 	schema := freshSchema(t)
 	tier := advTier(t, schema)
 	d := coverage.Destination{Sink: "s", Topic: "t", Partition: 0}
@@ -415,7 +415,7 @@ func TestAdversarialBoundsFold(t *testing.T) {
 // be held in PostgreSQL text. AppendWithPositions must refuse that
 // position (returned in refused) and still commit the checkpoint, or every
 // later checkpoint of the mirror fails with it and coverage lags forever.
-func TestAdversarialPositionNULRefused(t *testing.T) {
+func TestPositionNULRefused(t *testing.T) {
 	schema := freshSchema(t)
 	bad := "src\x00x"
 	ps, err := OpenPositions(ctx, Options{Pool: adminPool(t), Schema: schema, FoldEvery: -1},
@@ -454,7 +454,7 @@ func TestAdversarialPositionNULRefused(t *testing.T) {
 // rule or trigger someone put on the table could) must not commit the
 // DELETE of the rows it merged: nil from the statement is not the union
 // being there.
-func TestAdversarialFoldInsertDropped(t *testing.T) {
+func TestFoldInsertDropped(t *testing.T) {
 	schema := freshSchema(t)
 	tier := advTier(t, schema)
 	d := coverage.Destination{Sink: "s", Topic: "t", Partition: 0}
@@ -500,7 +500,7 @@ func TestAdversarialFoldInsertDropped(t *testing.T) {
 
 // A table inheriting from coverage adds its rows to every read of it
 // (SELECT without ONLY), ranges no checkpoint appended: Open must refuse.
-func TestAdversarialInheritingTableRefused(t *testing.T) {
+func TestInheritingTableRefused(t *testing.T) {
 	schema := freshSchema(t)
 	advTier(t, schema)
 	child := pgx.Identifier{schema, "coverage_extra"}.Sanitize()

@@ -1,0 +1,5 @@
+//go:build race
+
+package testseed
+
+func init() { race = true }

@@ -1,0 +1,5 @@
+//go:build integration
+
+package testseed
+
+func init() { tags = append(tags, "integration") }

@@ -1,0 +1,5 @@
+//go:build invariants
+
+package testseed
+
+func init() { tags = append(tags, "invariants") }
