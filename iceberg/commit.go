@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
 
@@ -50,7 +51,7 @@ func lookup(tbl *table.Table, s stamp) (bool, error) {
 		}
 		if p[SummaryPayload] != s.payload {
 			return false, fmt.Errorf("%w: %s wrote %q to %s as snapshot %d with payload %s, now %s: give every distinct write its own name",
-				ErrNameReused, s.writer, s.name, strings.Join(tbl.Identifier(), "."), snap.SnapshotID, p[SummaryPayload], s.payload)
+				durable.ErrNameReused, s.writer, s.name, strings.Join(tbl.Identifier(), "."), snap.SnapshotID, p[SummaryPayload], s.payload)
 		}
 		return true, nil
 	}
@@ -112,7 +113,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 			paused = true
 		}
 		landedAnyway, err := l.reload()
-		if errors.Is(err, ErrNameReused) {
+		if errors.Is(err, durable.ErrNameReused) {
 			return err
 		}
 		if err != nil {

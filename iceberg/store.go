@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Store is the coverage table as a coverage.Store: every Record is one
@@ -76,7 +77,7 @@ func (s *Store) Record(ctx context.Context, d coverage.Destination, r coverage.R
 	if err := s.check(ctx, "record", d, r); err != nil {
 		return err
 	}
-	c := Commit{Name: s.writer + "/direct/" + rand.Text(), Writer: s.writer,
+	c := durable.Checkpoint{Name: s.writer + "/direct/" + rand.Text(), Writer: s.writer,
 		Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{r}}}}
 	return coverage.NewError("record", d, r, s.table.Append(ctx, c))
 }
@@ -89,7 +90,7 @@ func (s *Store) Covered(ctx context.Context, d coverage.Destination) (coverage.R
 	if err := s.check(ctx, "covered", d, coverage.Range{}); err != nil {
 		return coverage.RangeSet{}, err
 	}
-	all, err := s.table.Coverage(ctx, Filter{Sink: d.Sink, Topic: d.Topic, Partition: &d.Partition})
+	all, err := s.table.Coverage(ctx, durable.Filter{Sink: d.Sink, Topic: d.Topic, Partition: &d.Partition})
 	if err != nil {
 		return coverage.RangeSet{}, coverage.DestinationError("covered", d, err)
 	}
@@ -104,7 +105,7 @@ func (s *Store) Destinations(ctx context.Context) ([]coverage.Destination, error
 	if err := s.check(ctx, "destinations", coverage.Destination{}, coverage.Range{}); err != nil {
 		return nil, err
 	}
-	all, err := s.table.Coverage(ctx, Filter{})
+	all, err := s.table.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		return nil, coverage.StoreError("destinations", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -39,7 +40,7 @@ func ExampleResume() {
 	}
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 10, End: 20}}
-	if err := table.Append(ctx, iceberg.Commit{Name: "pod-a/1", Writer: "pod-a", Ranges: []coverage.DestinationRanges{
+	if err := table.Append(ctx, durable.Checkpoint{Name: "pod-a/1", Writer: "pod-a", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		log.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
@@ -34,7 +35,7 @@ func appendAt(t *testing.T, tbl *iceberg.Table, name string, rows ...any) (befor
 			Ranges: []coverage.Range{rg(uint64(rows[i+3].(int)), uint64(rows[i+4].(int)))}})
 	}
 	before = time.Now().Truncate(time.Microsecond) // recorded_at is stored in microseconds
-	if err := tbl.Append(ctx, iceberg.Commit{Name: name, Writer: "test", Ranges: drs}); err != nil {
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: name, Writer: "test", Ranges: drs}); err != nil {
 		t.Fatal(err)
 	}
 	after = time.Now()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -118,7 +119,7 @@ func AddSaturating(a, b uint64) uint64 {
 // recorded_at per partition, sorted by start.
 func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[TopicPartition][]row, error) {
 	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[TopicPartition][]row{}
-	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+	err := iceberg.ReadRows(ctx, tbl, durable.Filter{}, true, func(r iceberg.Row) error {
 		d := r.Destination
 		set := all[d]
 		if set == nil {

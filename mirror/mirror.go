@@ -10,7 +10,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 )
 
@@ -38,9 +37,9 @@ type Options struct {
 	// scheduled compaction job expires instead).
 	ExpireEvery int
 	// Expire says which snapshots expiry removes, passed as it is to the
-	// durable tier. Zero value: iceberg.ExpireOptions' own defaults (older
+	// durable tier. Zero value: durable.ExpireOptions' own defaults (older
 	// than 15 minutes, keeping the last 20).
-	Expire iceberg.ExpireOptions
+	Expire durable.ExpireOptions
 	// Positions stores source positions of stored (brokerless) sources,
 	// saved by Sync after each checkpoint's coverage commit (see
 	// SavePosition); iceberg.OpenPositions gives the durable one. The
@@ -218,7 +217,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		}
 		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
-		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
+		commit := durable.Checkpoint{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
 		if err := m.appendCheckpoint(ctx, commit, sum); err != nil {
 			var partial *durable.PartialError
 			if !errors.As(err, &partial) {
@@ -254,17 +253,11 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 	}
 }
 
-// snapshotExpirer is the optional capability of a tier that accumulates
-// snapshots (the coverage table) to expire them.
-type snapshotExpirer interface {
-	ExpireSnapshots(ctx context.Context, o iceberg.ExpireOptions) (int, error)
-}
-
 // expire runs snapshot expiry where the tier has snapshots; a failure is
 // only logged, since the checkpoint itself landed and the next expiry
 // covers the same snapshots.
 func (m *Mirror) expire(ctx context.Context) {
-	se, ok := m.opts.Durable.(snapshotExpirer)
+	se, ok := m.opts.Durable.(durable.Expirer)
 	if !ok {
 		return
 	}

@@ -115,7 +115,7 @@ func record(t *testing.T, m *Mirror, d coverage.Destination, start, end uint64) 
 
 func committed(t *testing.T, e *env, d coverage.Destination) []coverage.Range {
 	t.Helper()
-	all, err := e.table.Coverage(ctx, iceberg.Filter{})
+	all, err := e.table.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestResumedCheckpointIsNotAppendedTwice(t *testing.T) {
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
 	_ = l.Record(ctx, d, rg(1, 10))
 	cp, _ := l.BeginCheckpoint(ctx)
-	if err := e.table.Append(ctx, iceberg.Commit{Name: cp.Name(), Writer: "pod-a", Ranges: cp.Ranges}); err != nil {
+	if err := e.table.Append(ctx, durable.Checkpoint{Name: cp.Name(), Writer: "pod-a", Ranges: cp.Ranges}); err != nil {
 		t.Fatal(err)
 	}
 	_ = l.Record(ctx, d, rg(20, 30))
@@ -521,7 +521,7 @@ func TestExpiryKeepsCoverage(t *testing.T) {
 	m := e.owner(t, "", "pod-a")
 	defer m.Close()
 	m.opts.ExpireEvery = 5
-	m.opts.Expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 3}
+	m.opts.Expire = durable.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 3}
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
 	var want []coverage.Range
 	for i := range uint64(12) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 )
 
 // TaskKind says what recovering a task means.
@@ -123,7 +122,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	if err := refDest.Validate(); err != nil {
 		return nil, coverage.DestinationError("resume", refDest, err)
 	}
-	all, err := t.Coverage(ctx, iceberg.Filter{Topic: topic, Partition: &partition})
+	all, err := t.Coverage(ctx, durable.Filter{Topic: topic, Partition: &partition})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: resume %s/%d: %w", topic, partition, err)
 	}
@@ -258,7 +257,7 @@ func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error)
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	all, err := t.Coverage(ctx, iceberg.Filter{})
+	all, err := t.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: plan: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized plan tests (0: from the clock)")
@@ -460,7 +460,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	e := newEnv(t)
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 3, End: 10}}
-	if err := e.table.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
+	if err := e.table.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if got := as[1].Replay; len(got) != 0 {
 		t.Fatalf("resume: lake's replay %v before raw's [0,3) is verified, want none", got)
 	}
-	if err := e.table.Append(ctx, iceberg.Commit{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
+	if err := e.table.Append(ctx, durable.Checkpoint{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: []coverage.Range{rg(0, 3)}}}}); err != nil {
 		t.Fatal(err)
 	}

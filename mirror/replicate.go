@@ -123,7 +123,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 			res.Unchanged++
 			continue
 		}
-		c := iceberg.Commit{Name: "mirror/" + randomName(), Writer: opts.Writer}
+		c := durable.Checkpoint{Name: "mirror/" + randomName(), Writer: opts.Writer}
 		for _, d := range slices.SortedFunc(maps.Keys(want), coverage.Destination.Compare) {
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: want[d].Ranges()})
 		}
@@ -153,7 +153,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 // the recorded_at it has there; the others (grown, or new) are recorded at
 // the rewrite's time. Rewriting a sink whose one destination grew then
 // leaves the others' lag and gap ages as they were.
-func keptTimes(c iceberg.Commit, have map[coverage.Destination]*coverage.RangeSet, haveTimes iceberg.RecordedAt) iceberg.RecordedAt {
+func keptTimes(c durable.Checkpoint, have map[coverage.Destination]*coverage.RangeSet, haveTimes iceberg.RecordedAt) iceberg.RecordedAt {
 	times := iceberg.RecordedAt{}
 	for _, dr := range c.Ranges {
 		set := have[dr.Destination]

@@ -47,7 +47,7 @@ func TestReplicateGoesOnPastACorruptSink(t *testing.T) {
 	if !errors.Is(err, coverage.ErrCorrupt) || res.Corrupt != 1 || res.Replaced != 1 {
 		t.Errorf("Replicate: %+v, %v; want lake left as corrupt (ErrCorrupt) and search replaced", res, err)
 	}
-	got, cerr := table.Coverage(ctx, iceberg.Filter{Sink: "search"})
+	got, cerr := table.Coverage(ctx, durable.Filter{Sink: "search"})
 	if cerr != nil {
 		t.Fatal(cerr)
 	}

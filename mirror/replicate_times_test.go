@@ -36,7 +36,7 @@ func TestReplicateKeepsTimesOfIdleDestinations(t *testing.T) {
 			t.Fatal(err)
 		}
 		var at time.Time
-		if err := iceberg.ReadRows(ctx, loaded, iceberg.Filter{}, true, func(r iceberg.Row) error {
+		if err := iceberg.ReadRows(ctx, loaded, durable.Filter{}, true, func(r iceberg.Row) error {
 			if r.Destination == p1 && r.RecordedAt.After(at) {
 				at = r.RecordedAt
 			}

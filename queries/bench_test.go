@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -28,7 +28,7 @@ func BenchmarkGapsQuery(b *testing.B) {
 			}
 			raw := coverage.DestinationRanges{Destination: coverage.Destination{Sink: "raw", Topic: "orders"},
 				Ranges: []coverage.Range{{Start: 0, End: uint64(n) * 3}}}
-			if err := tbl.Append(ctx, iceberg.Commit{Name: "bench/1", Writer: "bench", Ranges: []coverage.DestinationRanges{raw, lake}}); err != nil {
+			if err := tbl.Append(ctx, durable.Checkpoint{Name: "bench/1", Writer: "bench", Ranges: []coverage.DestinationRanges{raw, lake}}); err != nil {
 				b.Fatal(err)
 			}
 			var duck, scan time.Duration

@@ -17,6 +17,7 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/mirror"
@@ -74,7 +75,7 @@ func randomTable(t testing.TB, tbl *iceberg.Table, r *rand.Rand, n int) model {
 				m.add(dr.Destination, rg)
 			}
 		}
-		if err := tbl.Append(ctx, iceberg.Commit{Name: fmt.Sprintf("pod/%d", i+1), Writer: "pod", Ranges: rows}); err != nil {
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: fmt.Sprintf("pod/%d", i+1), Writer: "pod", Ranges: rows}); err != nil {
 			t.Fatal(err)
 		}
 		previous = rows
@@ -446,7 +447,7 @@ func TestUnknownQueryNamesTheQueries(t *testing.T) {
 func TestDeleteFilesAreRefused(t *testing.T) {
 	tbl := openTable(t)
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
-	if err := tbl.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
 		Destination: d, Ranges: []coverage.Range{{Start: 1, End: 5}, {Start: 10, End: 20}}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func appendRanges(t *testing.T, tbl *iceberg.Table, name string, rows map[covera
 	for _, d := range slices.SortedFunc(maps.Keys(rows), coverage.Destination.Compare) {
 		drs = append(drs, coverage.DestinationRanges{Destination: d, Ranges: rows[d]})
 	}
-	if err := tbl.Append(ctx, iceberg.Commit{Name: name, Writer: "pod", Ranges: drs}); err != nil {
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: name, Writer: "pod", Ranges: drs}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/scale"
 	"github.com/covmirror/covmirror/internal/tabletest"
@@ -76,7 +77,7 @@ func BenchmarkScale(b *testing.B) {
 	for range b.N {
 		figures = figures[:0]
 		fullTook, fullPeak := measure(func() error {
-			all, err := tbl.Coverage(ctx, iceberg.Filter{})
+			all, err := tbl.Coverage(ctx, durable.Filter{})
 			if err == nil && len(all) != len(cfg.Destinations()) {
 				err = fmt.Errorf("a full read found %d destinations", len(all))
 			}

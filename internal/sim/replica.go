@@ -8,7 +8,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -28,7 +27,7 @@ func (w *world) readReplica(ctx context.Context) (map[coverage.Destination]*cove
 	if !w.replica {
 		return nil, nil
 	}
-	got, err := w.iceTruth.Coverage(ctx, iceberg.Filter{})
+	got, err := w.iceTruth.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the replica table without faults: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
@@ -180,7 +181,7 @@ type row struct {
 // destination when each batch was first covered, and the covered sets.
 func scanTimelines(ctx context.Context, tbl *table.Table) (map[coverage.Destination]timeline, map[coverage.Destination]*coverage.RangeSet, error) {
 	rows := map[coverage.Destination][]row{}
-	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+	err := iceberg.ReadRows(ctx, tbl, durable.Filter{}, true, func(r iceberg.Row) error {
 		rows[r.Destination] = append(rows[r.Destination], row{r: r.Range, at: r.RecordedAt})
 		return nil
 	})
