@@ -10,7 +10,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // The reader validates each run of equal destinations once; a row naming
@@ -56,7 +56,7 @@ func TestZeroDestinationRefusedDownstream(t *testing.T) {
 	if err := tabletest.AppendForeign(t, tbl, tabletest.Valid("", "", 0, 20, 30)); err != nil {
 		t.Skip(err)
 	}
-	tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{})
+	tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{})
 	t.Logf("Plan: err %v", err)
 	for _, task := range tasks {
 		t.Logf("  task %+v", task)

@@ -93,7 +93,7 @@ func (o *Options) Validate() error {
 }
 
 // Mirror ties the tiers together: Record goes to the local tier, Sync
-// checkpoints what is pending into the durable table, Run does that on an
+// checkpoints what is pending into the durable tier, Run does that on an
 // interval. Safe for concurrent use.
 type Mirror struct {
 	opts  Options
@@ -152,7 +152,7 @@ func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, erro
 
 // Sync runs one checkpoint now: it resolves a checkpoint left in flight (by
 // a failed Sync or a stopped process), then appends everything pending to
-// the durable table and, only once that commit has returned success, marks
+// the durable tier and, only once that commit has returned success, marks
 // it checkpointed in the local tier. On error everything not committed
 // stays pending and the next Sync carries it.
 //
@@ -168,7 +168,7 @@ func (m *Mirror) Sync(ctx context.Context) error {
 
 // CheckpointSummary is what one Checkpoint committed.
 type CheckpointSummary struct {
-	// Checkpoints is the number of commits into the durable table (zero:
+	// Checkpoints is the number of commits into the durable tier (zero:
 	// nothing was pending; more than one: a leftover was resolved first).
 	Checkpoints int `json:"checkpoints"`
 	// Batches is the number of batches those commits carried (saturating
@@ -238,7 +238,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
 		sum.Checkpoints++
-		sum.Batches = AddSaturating(sum.Batches, cp.Batches())
+		sum.Batches = coverage.AddSaturating(sum.Batches, cp.Batches())
 		for _, dr := range cp.Ranges {
 			dests[dr.Destination] = struct{}{}
 		}

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -97,6 +98,8 @@ func requireExactly(t *testing.T, tier durable.Tier, want map[coverage.Destinati
 		}
 	}
 }
+
+var seedFlag = flag.Uint64("seed", 0, "seed for the randomized crash tests (0: from the clock)")
 
 // crashInto kills a "crash" child checkpointing into tier (its settings in
 // tierEnv) kills times at random moments, and checks tier after each kill

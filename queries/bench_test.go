@@ -7,7 +7,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // BenchmarkGapsQuery times the gaps query over a table whose lake sink
@@ -49,7 +49,7 @@ func BenchmarkGapsQuery(b *testing.B) {
 				}
 
 				start = time.Now()
-				tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxBatches: 1 << 62, MaxTasks: -1})
+				tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{MaxBatches: 1 << 62, MaxTasks: -1})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -16,7 +16,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // A row another engine appended that is not a valid range is refused by
@@ -64,7 +64,7 @@ func TestForeignRowsThatAreNotRangesAreRefused(t *testing.T) {
 			if _, err := iceberg.ReadCoverage(ctx, loaded, durable.Filter{}); !errors.Is(err, coverage.ErrCorrupt) {
 				t.Errorf("the Go reader: %v, want ErrCorrupt", err)
 			}
-			if _, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{}); !errors.Is(err, coverage.ErrCorrupt) {
+			if _, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{}); !errors.Is(err, coverage.ErrCorrupt) {
 				t.Errorf("the planner: %v, want ErrCorrupt", err)
 			}
 			for _, binding := range []Binding{ReadParquet, Scan} {

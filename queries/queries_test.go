@@ -20,7 +20,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: from the clock)")
@@ -289,7 +289,7 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 				}
 				res, err = db.Run(ctx, "gaps", p)
 				if !m.hasSink(cmpOr(p.Reference, coverage.RawSink)) && len(m) > 0 {
-					if !errors.Is(err, mirror.ErrNoReference) {
+					if !errors.Is(err, recovery.ErrNoReference) {
 						t.Fatalf("%s: gaps against a reference without rows: %v, want ErrNoReference", where, err)
 					}
 					continue
@@ -587,7 +587,7 @@ func TestReferenceHolesUnderSinks(t *testing.T) {
 	}
 	for _, name := range []string{"gaps", "summary", "lag"} {
 		_, err := db.Run(ctx, name, Params{Reference: "rwa"})
-		if !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
+		if !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
 			t.Fatalf("%s with a misspelt reference: %v; want ErrNoReference naming it and the sinks", name, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Peak heap limits of the scale scenario's readers, as the README states
@@ -86,7 +87,7 @@ func BenchmarkScale(b *testing.B) {
 		figures = append(figures, scaleFigure{"full-table read", fullTook, fullPeak, "", 0, "", scaleReadPeakLimit, "full-read"})
 
 		resumeTook, resumePeak := measure(func() error {
-			as, err := mirror.Resume(ctx, tbl, cfg.Topic(42%cfg.Topics), 7%int32(cfg.Partitions), mirror.ResumeOptions{Sinks: sinks})
+			as, err := recovery.Resume(ctx, tbl, cfg.Topic(42%cfg.Topics), 7%int32(cfg.Partitions), recovery.ResumeOptions{Sinks: sinks})
 			if err == nil && len(as) != cfg.Sinks {
 				err = fmt.Errorf("resume gave %d assignments", len(as))
 			}
@@ -96,7 +97,7 @@ func BenchmarkScale(b *testing.B) {
 			resumeTook.Seconds() / fullTook.Seconds(), "<= 0.1", scaleResumePeakLimit, "resume"})
 
 		planTook, planPeak := measure(func() error {
-			tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxTasks: -1})
+			tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{MaxTasks: -1})
 			if err == nil && len(tasks) != wantGaps {
 				err = fmt.Errorf("plan gave %d tasks, want %d", len(tasks), wantGaps)
 			}

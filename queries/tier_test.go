@@ -13,8 +13,8 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // openObjectStore opens a sink-object store on a fresh directory, stamping
@@ -109,7 +109,7 @@ func TestTierAgreesWithTable(t *testing.T) {
 			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
 				a, errA := fromTier.Run(ctx, name, p)
 				b, errB := fromTable.Run(ctx, name, p)
-				if errors.Is(errA, mirror.ErrNoReference) && errors.Is(errB, mirror.ErrNoReference) {
+				if errors.Is(errA, recovery.ErrNoReference) && errors.Is(errB, recovery.ErrNoReference) {
 					continue
 				}
 				if errA != nil || errB != nil {
@@ -223,7 +223,7 @@ func TestTierLastWrites(t *testing.T) {
 		t.Fatalf("lag over a bare tier: %v, %v", lag, err)
 	}
 
-	if _, err := db.Run(ctx, "gaps", Params{Reference: "rwa"}); !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), "no rows in "+store.Name()) {
+	if _, err := db.Run(ctx, "gaps", Params{Reference: "rwa"}); !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), "no rows in "+store.Name()) {
 		t.Fatalf("gaps against a misspelt reference: %v", err)
 	}
 	if _, err := OpenTier(ctx, store, Options{Binding: Scan}); err == nil {

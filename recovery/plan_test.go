@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func testSeed(t *testing.T) uint64 {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replay with: go test ./mirror -run '%s' -seed %d", t.Name(), seed)
+			t.Logf("replay with: go test ./recovery -run '%s' -seed %d", t.Name(), seed)
 		}
 	})
 	return seed
@@ -388,7 +388,7 @@ func TestPlanModel(t *testing.T) {
 	for round := range 500 {
 		m := randomModel(r)
 		maxBatches := 1 + r.Uint64N(20)
-		tasks, err := planOf(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, Extents: m.extents()})
+		tasks, err := PlanCoverage(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, Extents: m.extents()})
 		if err != nil {
 			var nre *NoReferenceError
 			if errors.As(err, &nre) && !slices.ContainsFunc(nre.Sinks, func(s string) bool { return s == coverage.RawSink }) {
@@ -584,7 +584,7 @@ func TestPlanCapsItsTasks(t *testing.T) {
 	}
 	all := map[coverage.Destination]*coverage.RangeSet{raw: &set}
 	for _, maxTasks := range []int{1, 7, 100_000} {
-		tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: 10_000, MaxTasks: maxTasks})
+		tasks, err := PlanCoverage(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: 10_000, MaxTasks: maxTasks})
 		if !errors.Is(err, ErrPlanTruncated) || len(tasks) != maxTasks {
 			t.Fatalf("max %d tasks: %d tasks, err %v; want %d and ErrPlanTruncated", maxTasks, len(tasks), err, maxTasks)
 		}
@@ -599,7 +599,7 @@ func TestPlanCapsItsTasks(t *testing.T) {
 		}
 	}
 	// Tasks as large as the gaps need no cap: one task per gap.
-	tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: math.MaxUint64, MaxTasks: -1})
+	tasks, err := PlanCoverage(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil || len(tasks) != 1 || tasks[0].Range != rg(1, far) {
 		t.Fatalf("unbounded tasks: %v, %v; want the one hole [1,%d)", tasks, err, far)
 	}

@@ -1,4 +1,4 @@
-package mirror_test
+package recovery_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // A rebalancing owner of orders/0 hands Resume the broker's committed
@@ -46,7 +46,7 @@ func ExampleResume() {
 	}
 	acked := []coverage.Extent{{Topic: "orders", Partition: 0, End: 20}} // the broker's committed position
 	for _, extents := range [][]coverage.Extent{nil, acked} {
-		assignments, err := mirror.Resume(ctx, table, "orders", 0, mirror.ResumeOptions{Sinks: []string{"lake"}, Extents: extents})
+		assignments, err := recovery.Resume(ctx, table, "orders", 0, recovery.ResumeOptions{Sinks: []string{"lake"}, Extents: extents})
 		if err != nil {
 			log.Fatal(err)
 		}
