@@ -19,7 +19,7 @@ import (
 
 // openObjectStore opens a sink-object store on a fresh directory, stamping
 // last writes with now.
-func openObjectStore(t testing.TB, now func() time.Time) *object.Store {
+func openObjectStore(t testing.TB, now func() time.Time) *object.Tier {
 	t.Helper()
 	blobs, err := object.OpenDir(t.TempDir())
 	if err != nil {

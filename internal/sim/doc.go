@@ -14,7 +14,7 @@
 // refused, answers lost after a commit landed).
 //
 // The durable tier (Config.Durable) is the coverage table, an
-// iceberg.Table in a SQLite catalog; or the object store, an object.Store
+// iceberg.Table in a SQLite catalog; or the object store, an object.Tier
 // over a directory behind faults of its own (reads and listings that fail,
 // writes refused, writes applied whose answer is lost, spurious
 // precondition failures); or PostgreSQL, a postgres.Tier in a fresh schema
