@@ -7,6 +7,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/durable/durabletest"
 )
 
 // openEmbedded opens the coverage table in a fresh embedded catalog (SQLite
@@ -48,18 +50,24 @@ func openWith(t testing.TB, props map[string]string) *Table {
 	return tbl
 }
 
-func TestConformanceEmbedded(t *testing.T) { conformance(t, openEmbedded) }
-
 func TestPositionsConformanceEmbedded(t *testing.T) { positionsConformance(t, openEmbedded) }
 
-// conformance runs the shared Store suite on tables open makes, one per
-// scenario; the commits of a real catalog make the heaviest ones light.
+// conformance runs the durable tiers' suite on tables open makes, one per
+// scenario, each of the scenario's clients a Table of its own over the
+// first one's catalog; the commits of a real catalog make the heaviest
+// scenarios light. (TestTierConformanceEmbedded runs it on the embedded
+// catalog, each client with its own catalog connection.)
 func conformance(t *testing.T, open func(testing.TB) *Table) {
-	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return newStore(t, open(t), "test") },
-		InOrderRecords: 20,
-		Light:          true,
-	})
+	durabletest.Run(t, durabletest.Harness{Light: true, New: func(t *testing.T) func(t *testing.T) durable.Tier {
+		first := open(t)
+		return func(t *testing.T) durable.Tier {
+			tbl, err := Open(context.Background(), first.Catalog(), first.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tbl
+		}
+	}})
 }
 
 // positionsConformance runs the shared PositionStore suite on a positions
@@ -77,13 +85,4 @@ func positionsConformance(t *testing.T, open func(testing.TB) *Table) {
 		},
 		Light: true,
 	})
-}
-
-func newStore(t *testing.T, tbl *Table, writer string) *Store {
-	t.Helper()
-	s, err := NewStore(tbl, StoreOptions{Writer: writer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
