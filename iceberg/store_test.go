@@ -7,8 +7,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
-	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/durable/durabletest"
 )
 
 // openEmbedded opens the coverage table in a fresh embedded catalog (SQLite
@@ -51,24 +49,6 @@ func openWith(t testing.TB, props map[string]string) *Table {
 }
 
 func TestPositionsConformanceEmbedded(t *testing.T) { positionsConformance(t, openEmbedded) }
-
-// conformance runs the durable tiers' suite on tables open makes, one per
-// scenario, each of the scenario's clients a Table of its own over the
-// first one's catalog; the commits of a real catalog make the heaviest
-// scenarios light. (TestTierConformanceEmbedded runs it on the embedded
-// catalog, each client with its own catalog connection.)
-func conformance(t *testing.T, open func(testing.TB) *Table) {
-	durabletest.Run(t, durabletest.Harness{Light: true, New: func(t *testing.T) func(t *testing.T) durable.Tier {
-		first := open(t)
-		return func(t *testing.T) durable.Tier {
-			tbl, err := Open(context.Background(), first.Catalog(), first.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tbl
-		}
-	}})
-}
 
 // positionsConformance runs the shared PositionStore suite on a positions
 // table beside each coverage table open makes, dropped when the test ends.
