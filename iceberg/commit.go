@@ -6,7 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"iter"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -107,7 +106,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 		// fails, after a pause.
 		paused := false
 		if !conflict {
-			if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
 				return err
 			}
 			paused = true
@@ -121,7 +120,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 				return err
 			}
 			if !paused {
-				if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
+				if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
 					return err
 				}
 			}
@@ -148,13 +147,12 @@ func isConflict(err error) bool {
 		strings.Contains(msg, "database is locked")
 }
 
-// commitBackoff is the pause before retry attempt n (from 1) of a commit
-// that failed without a conflict: capped exponential, jittered.
-func commitBackoff(n int) time.Duration {
-	d := 50 * time.Millisecond << min(n, 7)
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
+// The pause before retry attempt n (from 1) of a commit that failed
+// without a conflict: backoff.EqualJitter between these.
+const (
+	commitMinBackoff = 100 * time.Millisecond
+	commitMaxBackoff = 5 * time.Second
+)
 
 // writeVerified writes rec into tbl's data location with iceberg-go's
 // writer and checks the result before anything may commit it: the files'
