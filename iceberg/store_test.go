@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
 )

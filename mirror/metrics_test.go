@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestCheckpointAgeMetric: the age counts from the collector's creation

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/covmirror/covmirror/recovery"
 	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Result is a query's output: column names and rows of Go values (string,

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/recovery"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // A PUT answers a summary, never the book; DELETE forgets one partition, a
