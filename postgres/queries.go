@@ -51,10 +51,17 @@ type QueryParams struct {
 	// looked for over each as well. They are passed as one parameter, $5,
 	// the JSON text coverage.ParseExtents reads.
 	Extents []coverage.Extent
+	// Sinks are sinks every topic is written to, as
+	// mirror.PlanOptions.Sinks: besides the sinks with rows of a topic,
+	// each lacks the reference's ranges of every topic it has no rows of.
+	// They select nothing (Sink does). They are passed as one parameter,
+	// $6, a JSON array of names.
+	Sinks []string
 }
 
-// args are the five positional parameters every query declares, in order.
-// Invalid extents are an error wrapping coverage.ErrInvalidExtent.
+// args are the six positional parameters every query declares, in order.
+// Invalid extents are an error wrapping coverage.ErrInvalidExtent, a sink
+// name no destination can have one wrapping coverage.ErrInvalidDestination.
 func (p QueryParams) args() ([]any, error) {
 	ref := p.Reference
 	if ref == "" {
@@ -74,7 +81,30 @@ func (p QueryParams) args() ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{ref, orNull(p.Sink), orNull(p.Topic), part, extents}, nil
+	sinks, err := sinksJSON(p.Sinks)
+	if err != nil {
+		return nil, err
+	}
+	return []any{ref, orNull(p.Sink), orNull(p.Topic), part, extents, sinks}, nil
+}
+
+// sinksJSON is names, validated, sorted and each once, as the JSON array
+// the queries expand with jsonb_array_elements_text.
+func sinksJSON(names []string) (string, error) {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	for _, s := range names {
+		if err := (coverage.Destination{Sink: s, Topic: "topic"}).Validate(); err != nil {
+			return "", fmt.Errorf("postgres: named sink %q: %w", s, err)
+		}
+	}
+	if len(names) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(names)
+	if err != nil {
+		return "", fmt.Errorf("postgres: the named sinks: %w", err)
+	}
+	return string(b), nil
 }
 
 // extentsJSON is es, validated, as the JSON array the queries expand with
@@ -98,8 +128,9 @@ func extentsJSON(es []coverage.Extent) (string, error) {
 // With p set, its parameters are written in as literals, ready for psql
 // (whatever the names hold: see bindLiterals; a name PostgreSQL text
 // cannot hold is ErrUnprintable); without, they stay $1 (reference), $2
-// (sink), $3 (topic), $4 (partition) and $5 (the source's acked extents
-// as JSON text: [{"topic","partition","start","end"}], '[]' for none).
+// (sink), $3 (topic), $4 (partition), $5 (the source's acked extents as
+// JSON text: [{"topic","partition","start","end"}], '[]' for none) and $6
+// (the named sinks as JSON text: ["lake"], '[]' for none).
 func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if err := ValidateSchema(schema); err != nil {
 		return "", err
@@ -118,9 +149,9 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 	// A destination's coverage is the union of its rows (see Fold).
 	merged := "(SELECT sink, topic, \"partition\", range_agg(covered) AS covered, max(last_write) AS last_write FROM " +
 		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
-	// The shared CTEs, in this order: gap_ctes holds {{acked_extents}}.
+	// The shared CTEs, in this order: a part may name the parts after it.
 	text := string(b)
-	for _, part := range []string{"gap_ctes", "acked_extents"} {
+	for _, part := range []string{"gap_ctes", "params", "sinks", "acked_extents", "reference_known"} {
 		cte, err := sqlFiles.ReadFile("sql/parts/" + part + ".sql")
 		if err != nil {
 			return "", fmt.Errorf("postgres: the shared CTEs %s are not embedded: %w", part, err)

@@ -40,6 +40,9 @@ type DB struct {
 	// extents are what acked_extents holds, when extentsBound.
 	extents      []coverage.Extent
 	extentsBound bool
+	// sinks are what named_sinks holds, when sinksBound.
+	sinks      []string
+	sinksBound bool
 }
 
 // Options configures Open. The zero value is the default.
@@ -124,10 +127,12 @@ func (q *DB) bind(ctx context.Context, tbl *table.Table, tasks []table.FileScanT
 	} else if want == ReadParquet && !local {
 		return fmt.Errorf("read_parquet needs a local warehouse; the data files are at %s", tasks[0].File.FilePath())
 	}
-	if _, err := q.conn.ExecContext(ctx, extentsDDL); err != nil {
-		return err
+	for _, ddl := range []string{extentsDDL, namedSinksDDL} {
+		if _, err := q.conn.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
 	}
-	q.extentsBound = true // empty, as no extents are
+	q.extentsBound, q.sinksBound = true, true // empty, as none are given
 	switch {
 	case len(tasks) == 0:
 		q.binding = cmp.Or(want, ReadParquet)

@@ -5,10 +5,14 @@
 // Each query is a SQL file over a relation named coverage with the table's
 // columns (files also reads coverage_files and coverage_snapshots; gaps,
 // summary and lag read acked_extents, the source's acked extents, which
-// Params.Extents fills for each run), so the same text runs on any engine
-// once those relations are bound: see the README. Parameters ($sink,
-// $topic, $partition, $reference, $small_file_bytes) are bound by the
-// engine, never pasted into the text.
+// Params.Extents fills for each run, and named_sinks, the sinks every
+// topic is written to, which Params.Sinks fills), so the same text runs on
+// any engine once those relations are bound: see the README. The CTEs the
+// queries share are written once, under sql/parts, and expanded by Text.
+// Parameters ($sink, $topic, $partition, $reference, $small_file_bytes)
+// are bound by the engine, never pasted into the text. The gap rule the
+// gaps and summary queries compute is the one internal/gapspec/testdata/gaps
+// spells out for the planner and the PostgreSQL forms too.
 //
 // Binding: when the warehouse is a local path, the snapshot's data files,
 // resolved with iceberg-go, are handed to read_parquet; otherwise (an object

@@ -18,8 +18,9 @@ import (
 // TestPostgresFormsAgree: the PostgreSQL forms of the canned queries, run
 // in the database over the coverage rows' multiranges, give the rows the
 // DuckDB forms give over the same tier's coverage (OpenTier), under random
-// histories with hostile names and random filters; and the form printed
-// for psql, its parameters written in as literals, gives them too.
+// histories with hostile names, random filters and named sinks; and the
+// form printed for psql, its parameters written in as literals, gives them
+// too.
 func TestPostgresFormsAgree(t *testing.T) {
 	seed := testseed.Seed(t, *seedFlag, "go test ./queries -run TestPostgresFormsAgree -seed SEED")
 	r := rand.New(rand.NewPCG(seed, 3))
@@ -48,6 +49,10 @@ func TestPostgresFormsAgree(t *testing.T) {
 			p := Params{}
 			if q > 0 {
 				p = randomParams(r)
+			}
+			if r.IntN(3) == 0 {
+				// a sink without rows, and one that may have some
+				p.Sinks = []string{"ghost", sinks[r.IntN(len(sinks))]}
 			}
 			pp := pgParams(p)
 			where := fmt.Sprintf("round %d, params %+v", round, p)

@@ -12,8 +12,15 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 )
 
-//go:embed sql/*.sql
+// The canned queries, and under sql/parts/ the CTEs several of them share,
+// each written once and expanded where a query says {{name}}.
+//
+//go:embed sql/*.sql sql/parts/*.sql
 var files embed.FS
+
+// parts are the shared CTEs, in expansion order: a part may name the
+// parts after it.
+var parts = []string{"gap_ctes", "selected", "sinks", "span"}
 
 // ErrUnknownQuery: no canned query has that name; Names lists them.
 var ErrUnknownQuery = errors.New("unknown query")
@@ -28,24 +35,46 @@ func Names() []string {
 	entries, _ := files.ReadDir("sql")
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+		if !e.IsDir() { // parts/ holds fragments, not queries
+			names = append(names, strings.TrimSuffix(e.Name(), ".sql"))
+		}
 	}
 	slices.Sort(names)
 	return names
 }
 
-// Text is the SQL of the named query, as embedded.
+// Text is the SQL of the named query, as embedded, with the shared CTEs
+// expanded: the text DuckDB runs.
 func Text(name string) (string, error) {
 	b, err := files.ReadFile("sql/" + name + ".sql")
-	if err != nil {
+	if err != nil || strings.Contains(name, "/") {
 		return "", fmt.Errorf("%w %q: the queries are %s", ErrUnknownQuery, name, strings.Join(Names(), ", "))
 	}
-	return string(b), nil
+	text := string(b)
+	for _, part := range parts {
+		cte, err := files.ReadFile("sql/parts/" + part + ".sql")
+		if err != nil {
+			return "", fmt.Errorf("queries: the shared CTEs %s are not embedded: %w", part, err)
+		}
+		text = strings.ReplaceAll(text, "{{"+part+"}}", strings.TrimSpace(stripComments(string(cte))))
+	}
+	return text, nil
+}
+
+// stripComments drops a part's leading comment lines, which describe it
+// where it is kept, not where it is expanded.
+func stripComments(text string) string {
+	lines := strings.Split(text, "\n")
+	for len(lines) > 0 && strings.HasPrefix(lines[0], "--") {
+		lines = lines[1:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Params are a query's parameters. Zero values: Reference is
 // coverage.RawSink, SmallFileBytes is DefaultSmallFileBytes, an empty Sink
-// or Topic or a nil Partition matches everything, and no Extents are known.
+// or Topic or a nil Partition matches everything, and no Extents or Sinks
+// are known.
 type Params struct {
 	Reference      string
 	Sink           string
@@ -58,6 +87,12 @@ type Params struct {
 	// partition is a hole of the reference. They are bound as the
 	// acked_extents relation, not as a $name parameter.
 	Extents []coverage.Extent
+	// Sinks are sinks every topic is written to, as
+	// mirror.PlanOptions.Sinks: besides the sinks with rows of a topic,
+	// each lacks the reference's ranges of every topic it has no rows of.
+	// They select nothing (Sink does), and are bound as the named_sinks
+	// relation. Zero value: only the sinks with rows.
+	Sinks []string
 }
 
 // values maps each parameter name to its bound value; nil binds NULL.

@@ -132,9 +132,13 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name
-// parameters it uses, and p.Extents as the acked_extents relation.
+// parameters it uses, p.Extents as the acked_extents relation and p.Sinks
+// as the named_sinks relation.
 func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error) {
 	if err := q.bindExtents(ctx, text, p.Extents); err != nil {
+		return nil, err
+	}
+	if err := q.bindSinks(ctx, text, p.Sinks); err != nil {
 		return nil, err
 	}
 	values := p.values()

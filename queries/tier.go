@@ -70,12 +70,13 @@ func (q *DB) bindTier(ctx context.Context, cov map[coverage.Destination]*coverag
 		`CREATE TABLE coverage_files (sink VARCHAR, file_path VARCHAR, record_count BIGINT, file_size_in_bytes BIGINT)`,
 		`CREATE TABLE coverage_snapshots (snapshot_id BIGINT, committed_at TIMESTAMPTZ, operation VARCHAR)`,
 		extentsDDL,
+		namedSinksDDL,
 	} {
 		if _, err := q.conn.ExecContext(ctx, ddl); err != nil {
 			return err
 		}
 	}
-	q.extentsBound = true
+	q.extentsBound, q.sinksBound = true, true
 	return q.appendTo(ctx, "coverage", func(add func(...driver.Value) error) error {
 		for _, d := range slices.SortedFunc(maps.Keys(cov), coverage.Destination.Compare) {
 			writer, at := "", driver.Value(nil)

@@ -25,6 +25,7 @@ var testOnly = []string{
 	"internal/browsertest",
 	"internal/catalogtest",
 	"internal/childproc",
+	"internal/gapspec",
 	"internal/pipelinetest",
 	"internal/scale",
 	"internal/seaweedtest",

@@ -105,6 +105,13 @@ func runPipeline(t *testing.T, bin string, seed uint64) {
 	if err := errors.Join(pl.redis.start(), pl.serve.start()); err != nil {
 		t.Fatal(err)
 	}
+	// A fresh client for the checks and the recovery: the workers' client
+	// saw Redis down, and go-redis then answers every call with the last
+	// dial error (its pool's circuit breaker) until a probe, once a second,
+	// reaches the restarted Redis. The workers are stopped, so nothing else
+	// uses the old one.
+	_ = pl.cache.c.Close()
+	pl.cache = newRedisSink(pl.redis)
 	if err := pl.serve.stop(); err != nil {
 		t.Fatal(err)
 	}

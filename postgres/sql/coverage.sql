@@ -2,11 +2,11 @@
 -- covered multirange is merged by construction: each of its ranges is one
 -- row here.
 --
--- Parameters (NULL matches everything): sink, topic, partition; reference
--- and the acked extents are unused.
+-- Parameters (NULL matches everything): sink, topic, partition; reference,
+-- the acked extents and the named sinks are unused.
 WITH params AS (
     SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
-           CAST($5 AS text) AS acked_extents
+           CAST($5 AS text) AS acked_extents, CAST($6 AS text) AS named_sinks
 )
 SELECT c.sink, c.topic, c."partition", lower(r) AS "start", upper(r) AS "end"
 FROM {{coverage}} c

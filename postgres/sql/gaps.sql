@@ -1,14 +1,14 @@
 -- gaps: the ranges of a reference destination (raw by default) that a sink
--- lacks, for every sink that has rows of the topic, and the reference's own
--- holes as gaps of the reference (sink = the reference), from the lowest to
--- the highest batch any destination of the partition covers (a sink is
--- written only once raw is durable, so raw held every batch a sink holds)
--- or the source's acked extent of the partition holds, where $5 gives one:
--- the hull of both, so an extent apart from the rows makes the stretch
--- between a hole too. A partition only sinks have rows of, or only an
--- extent, is one whole hole, unless the reference has no rows at all in a
--- table that has some (a misspelt reference). The same rows as the DuckDB
--- form over the coverage table.
+-- lacks, for every sink that has rows of the topic or is named in $6, and
+-- the reference's own holes as gaps of the reference (sink = the
+-- reference), from the lowest to the highest batch any destination of the
+-- partition covers (a sink is written only once raw is durable, so raw
+-- held every batch a sink holds) or the source's acked extent of the
+-- partition holds, where $5 gives one: the hull of both, so an extent
+-- apart from the rows makes the stretch between a hole too. A partition
+-- only sinks have rows of, or only an extent, is one whole hole, unless
+-- the reference has no rows at all in a table that has some (a misspelt
+-- reference). The same rows as the DuckDB form over the coverage table.
 --
 -- With multiranges this is a difference: the reference's covered minus the
 -- sink's (a sink with no row for the partition lacks all of it), and the
@@ -16,7 +16,11 @@
 -- covered.
 --
 -- Parameters: reference (required); sink, topic, partition (NULL matches
--- everything); acked extents ($5: JSON text, '[]' for none).
+-- everything); acked extents ($5: JSON text, '[]' for none); named sinks
+-- ($6: a JSON array of the sinks every topic is written to besides those
+-- with rows, '[]' for none).
+--
+-- The shared CTEs are in parts/, expanded where it says {{name}}.
 {{gap_ctes}}
 SELECT x.sink, x.topic, x."partition", lower(g) AS "start", upper(g) AS "end"
 FROM (SELECT * FROM sink_gaps UNION ALL SELECT * FROM reference_gaps) x

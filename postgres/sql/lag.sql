@@ -7,28 +7,16 @@
 -- DuckDB form says; its reference_last_recorded_at is NULL.
 --
 -- Parameters: reference (required); sink, topic, partition (NULL matches
--- everything); acked extents (JSON text, '[]' for none).
-WITH params AS (
-    SELECT CAST($1 AS text) AS reference, CAST($2 AS text) AS sink, CAST($3 AS text) AS topic, CAST($4 AS integer) AS "partition",
-           CAST($5 AS text) AS acked_extents
-),
-topic_rows AS (
-    SELECT c.sink, c.topic, c."partition", c.covered, c.last_write
-    FROM {{coverage}} c CROSS JOIN params p
-    WHERE p.topic IS NULL OR c.topic = p.topic
-),
+-- everything); acked extents and named sinks (JSON text, '[]' for none),
+-- as the gaps query's.
+WITH {{params}},
 ends AS (
     SELECT t.sink, t.topic, t."partition", lower(t.covered) AS first_start, upper(t.covered) AS last_end,
            t.last_write AS last_recorded_at
     FROM topic_rows t CROSS JOIN params p
     WHERE p."partition" IS NULL OR t."partition" = p."partition"
 ),
-sinks AS (
-    -- from every partition of the topic: a sink that never wrote the
-    -- selected partition is behind by all of it
-    SELECT DISTINCT t.sink, t.topic FROM topic_rows t CROSS JOIN params p
-    WHERE t.sink <> p.reference AND (p.sink IS NULL OR t.sink = p.sink)
-),
+{{sinks}},
 behind AS (
     SELECT s.sink, r.topic, r."partition", r.last_end AS reference_end,
            r.last_recorded_at AS reference_recorded_at,
@@ -40,6 +28,7 @@ behind AS (
     LEFT JOIN ends e ON e.sink = s.sink AND e.topic = r.topic AND e."partition" = r."partition"
 ),
 {{acked_extents}},
+{{reference_known}},
 spans AS (
     -- per partition, what the reference must hold: the hull of every
     -- destination's rows and of the source's acked extent
@@ -59,7 +48,7 @@ reference_behind AS (
     CROSS JOIN params p
     LEFT JOIN ends r ON r.sink = p.reference AND r.topic = s.topic AND r."partition" = s."partition"
     WHERE (p.sink IS NULL OR p.sink = p.reference)
-      AND (EXISTS (SELECT 1 FROM {{coverage}} a WHERE a.sink = p.reference) OR NOT EXISTS (SELECT 1 FROM {{coverage}} a))
+      AND (SELECT known FROM reference_known)
 ),
 measured AS (
     SELECT sink, batches_behind, sink_recorded_at, reference_recorded_at FROM behind

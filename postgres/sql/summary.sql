@@ -4,7 +4,8 @@
 -- query's, the reference's own holes included: the reference has a row too.
 --
 -- Parameters: reference (required); sink, topic, partition (NULL matches
--- everything); acked extents (JSON text, '[]' for none).
+-- everything); acked extents and named sinks (JSON text, '[]' for none),
+-- as the gaps query's.
 {{gap_ctes}},
 gap_rows AS (
     SELECT x.sink, x.topic, x."partition", lower(g) AS gap_start, upper(g) AS gap_end

@@ -15,31 +15,20 @@
 -- batches_behind is a DECIMAL(38,0) sum: a few destinations near 2^63
 -- overflow BIGINT.
 --
--- Relations: coverage and acked_extents, as gaps.sql reads them.
+-- Relations: coverage, acked_extents and named_sinks, as gaps.sql reads them.
 --
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
-WITH topic_rows AS (
-    SELECT sink, topic, "partition", range_start, range_end, recorded_at
-    FROM coverage
-    WHERE (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-),
-selected AS (
-    SELECT * FROM topic_rows
-    WHERE (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)
-),
+--
+-- The shared CTEs are in parts/, expanded where it says {{name}}.
+WITH {{selected}},
 ends AS (
     SELECT sink, topic, "partition", min(range_start) AS first_start, max(range_end) AS last_end,
            max(recorded_at) AS last_recorded_at
     FROM selected
     GROUP BY sink, topic, "partition"
 ),
-sinks AS (
-    -- from every partition of the topic: a sink that never wrote the
-    -- selected partition is behind by all of it
-    SELECT DISTINCT sink, topic FROM topic_rows
-    WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
-),
+{{sinks}},
 behind AS (
     SELECT s.sink, r.topic, r."partition", r.last_end AS reference_end,
            r.last_recorded_at AS reference_recorded_at,
@@ -50,18 +39,7 @@ behind AS (
     LEFT JOIN ends e ON e.sink = s.sink AND e.topic = r.topic AND e."partition" = r."partition"
     WHERE r.sink = $reference
 ),
-span AS (
-    -- per partition, what the reference must hold: the hull of every
-    -- destination's rows and of the source's acked extent, as gaps.sql's
-    SELECT topic, "partition", min(first_start) AS span_start, max(last_end) AS span_end
-    FROM (SELECT topic, "partition", first_start, last_end FROM ends
-          UNION ALL
-          SELECT topic, "partition", range_start, range_end FROM acked_extents
-          WHERE range_start < range_end
-            AND (CAST($topic AS VARCHAR) IS NULL OR topic = $topic)
-            AND (CAST($partition AS INTEGER) IS NULL OR "partition" = $partition)) x
-    GROUP BY topic, "partition"
-),
+{{span}},
 reference_behind AS (
     -- the reference's holes past its last batch are the span's stretch
     -- from there (the span holds its rows, so that is never negative), or
@@ -72,7 +50,7 @@ reference_behind AS (
     FROM span s
     LEFT JOIN ends r ON r.sink = $reference AND r.topic = s.topic AND r."partition" = s."partition"
     WHERE (CAST($sink AS VARCHAR) IS NULL OR $sink = $reference)
-      AND (EXISTS (SELECT 1 FROM coverage WHERE sink = $reference) OR NOT EXISTS (SELECT 1 FROM coverage))
+      AND (SELECT known FROM reference_known)
 ),
 measured AS (
     SELECT sink, batches_behind, sink_recorded_at, reference_recorded_at FROM behind

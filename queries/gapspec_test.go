@@ -1,0 +1,58 @@
+package queries
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/catalogtest"
+	"github.com/covmirror/covmirror/internal/gapspec"
+	"github.com/covmirror/covmirror/internal/tabletest"
+)
+
+// TestGapSpec runs the gap rule's spec (internal/gapspec/testdata/gaps)
+// through the DuckDB gaps query, over a table holding each case's rows as
+// one checkpoint (overlapping and repeated rows as they are): the gaps
+// with the case's filters, the reference's holes with the reference as
+// the only filter, and the summary query's rows with the case's filters.
+func TestGapSpec(t *testing.T) {
+	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
+		tbl := tabletest.EmbeddedTable(t)
+		if len(c.Rows) > 0 {
+			if err := tbl.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: c.Checkpoint()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db, err := Open(ctx, tbl, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		run := func(p Params) []gapspec.Gap {
+			res, err := db.Run(ctx, "gaps", p)
+			if err != nil {
+				t.Fatalf("gaps %+v: %v", p, err)
+			}
+			var out []gapspec.Gap
+			for _, r := range destinationRows(t, res) {
+				d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
+				out = append(out, gapspec.Gap{Destination: d, Range: coverage.Range{Start: uint64(r.Start), End: uint64(r.End)}, Kind: gapspec.KindOf(r.Sink, c.Reference)})
+			}
+			return out
+		}
+		p := Params{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}
+		summary, err := db.Run(ctx, "summary", p)
+		if err != nil {
+			t.Fatalf("summary %+v: %v", p, err)
+		}
+		if !slices.Equal(summary.Columns, gapspec.SummaryColumns) {
+			t.Fatalf("summary columns %v, want %v", summary.Columns, gapspec.SummaryColumns)
+		}
+		return gapspec.Result{
+			Gaps:    run(p),
+			Holes:   run(Params{Reference: c.Reference, Sink: c.Reference, Extents: c.Extents}),
+			Summary: catalogtest.CellText(summary.Rows),
+		}
+	})
+}
