@@ -89,7 +89,7 @@ func (o *Options) Validate() error {
 }
 
 // SinkGaps is one sink's gaps in the durable table as of a refresh. For the
-// reference they are its own holes (Plan's verify-reference tasks).
+// reference they are its own holes (recovery.Plan's verify-reference tasks).
 type SinkGaps struct {
 	Gaps           uint64 // maximal missing ranges
 	MissingBatches uint64 // batches in them, saturating at 2^64-1

@@ -140,7 +140,8 @@ func (m *Mirror) RecordBatch(ctx context.Context, entries []coverage.Entry) (int
 }
 
 // Covered returns this pod's local view of d's coverage. Other nodes never
-// read it: a rebalancing owner uses Resume, recovery uses Plan.
+// read it: a rebalancing owner uses recovery.Resume, the recovery worker
+// recovery.Plan.
 func (m *Mirror) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {
 	return m.opts.Local.Covered(ctx, d)
 }

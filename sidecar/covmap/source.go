@@ -108,7 +108,7 @@ type TableSource struct {
 // between its two reads.
 const consistentReads = 3
 
-// Committed reads the table. Plan loads the table itself, so the snapshot
+// Committed reads the table. recovery.Plan loads the table itself, so the snapshot
 // is compared before and after it: equal snapshots mean the gaps and the
 // scanned rows describe the same table state.
 func (s TableSource) Committed(ctx context.Context) (Committed, error) {
