@@ -174,7 +174,7 @@ func (g *Metrics) Refresh(ctx context.Context) error {
 	if err != nil {
 		g.failures++
 		g.consecutive++
-		return fmt.Errorf("gapmetrics: gap metrics of %s: %w", g.opts.Table.Name(), err)
+		return fmt.Errorf("gapmetrics: refreshing the gaps of %s: %w", g.opts.Table.Name(), err)
 	}
 	g.refreshes++
 	g.consecutive = 0
