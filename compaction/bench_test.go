@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkCompactionScenario(b *testing.B) {
 		for i := range 1000 {
 			d := coverage.Destination{Sink: sinks[i%5], Topic: "orders", Partition: int32(i / 5 % 2)}
 			first := uint64(i/10) * 3
-			c := iceberg.Commit{Name: fmt.Sprintf("c/%d", i), Writer: "bench",
+			c := durable.Checkpoint{Name: fmt.Sprintf("c/%d", i), Writer: "bench",
 				Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{{Start: first, End: first + 2}}}}}
 			start := time.Now()
 			if err := tbl.Append(ctx, c); err != nil {
@@ -50,12 +51,12 @@ func BenchmarkCompactionScenario(b *testing.B) {
 		}
 		// Expire everything but the current snapshot; orphans need an hour,
 		// so this run only drops expired snapshots' files.
-		if _, err := Maintain(ctx, tbl, MaintainOptions{Expire: iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}}); err != nil {
+		if _, err := Maintain(ctx, tbl, MaintainOptions{Expire: durable.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}}); err != nil {
 			b.Fatal(err)
 		}
 		onDiskAfter := filesUnder(b, tbl)
 		start := time.Now()
-		if err := tbl.Append(ctx, iceberg.Commit{Name: "after", Writer: "bench", Ranges: []coverage.DestinationRanges{{
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: "after", Writer: "bench", Ranges: []coverage.DestinationRanges{{
 			Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: 9000, End: 9001}}}}}); err != nil {
 			b.Fatal(err)
 		}
@@ -108,7 +109,7 @@ func filesUnder(b *testing.B, tbl *iceberg.Table) int {
 // gapQuery is what `covmirror gaps` does: read every row, gaps against raw.
 func gapQuery(b *testing.B, tbl *iceberg.Table) time.Duration {
 	start := time.Now()
-	all, err := tbl.Coverage(ctx, iceberg.Filter{})
+	all, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		b.Fatal(err)
 	}

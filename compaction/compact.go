@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -199,7 +200,7 @@ func compactSink(ctx context.Context, t *iceberg.Table, tbl *table.Table, sink s
 	if err != nil {
 		return res, fmt.Errorf("compaction: reading sink %s: %w", sink, err)
 	}
-	c := iceberg.Commit{Name: opts.Job + "/" + rand.Text(), Writer: opts.Job}
+	c := durable.Checkpoint{Name: opts.Job + "/" + rand.Text(), Writer: opts.Job}
 	for _, d := range slices.SortedFunc(maps.Keys(before), coverage.Destination.Compare) {
 		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: before[d].Ranges()})
 		res.RowsWritten += int64(before[d].Len())

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
@@ -60,7 +61,7 @@ func dataFiles(t *testing.T, tbl *iceberg.Table) int {
 
 func coverageOf(t *testing.T, tbl *iceberg.Table) map[coverage.Destination]*coverage.RangeSet {
 	t.Helper()
-	all, err := tbl.Coverage(ctx, iceberg.Filter{})
+	all, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func randomCheckpoints(t *testing.T, tbl *iceberg.Table, r *rand.Rand, n int) {
 	sinks := []string{"raw", "lake", "search"}
 	var last []coverage.DestinationRanges
 	for i := range n {
-		var c iceberg.Commit
+		var c durable.Checkpoint
 		c.Name, c.Writer = fmt.Sprintf("w/%d", i), "w"
 		if last != nil && r.IntN(5) == 0 {
 			c.Ranges = last // a duplicated checkpoint
@@ -154,8 +155,8 @@ func rewriteSetup(t *testing.T, seed uint64, n int) (*iceberg.Table, map[coverag
 }
 
 // mergedCommit is a rewrite commit holding exactly the given coverage.
-func mergedCommit(name string, cov map[coverage.Destination]*coverage.RangeSet) iceberg.Commit {
-	c := iceberg.Commit{Name: name, Writer: "compaction"}
+func mergedCommit(name string, cov map[coverage.Destination]*coverage.RangeSet) durable.Checkpoint {
+	c := durable.Checkpoint{Name: name, Writer: "compaction"}
 	for d, set := range cov {
 		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
 	}
@@ -167,7 +168,7 @@ func TestAppendDuringRewriteIsKept(t *testing.T) {
 	c := mergedCommit("compaction/test", before)
 	late := coverage.Destination{Sink: "lake", Topic: "orders", Partition: 9}
 	// A checkpoint lands after the compaction read its inputs.
-	if err := tbl.Append(ctx, iceberg.Commit{Name: "late", Writer: "pod", Ranges: []coverage.DestinationRanges{
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: "late", Writer: "pod", Ranges: []coverage.DestinationRanges{
 		{Destination: late, Ranges: []coverage.Range{{Start: 1000, End: 1010}}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := o.Validate(); err != nil || o.SmallFileSize != 32<<20 || o.MinSmallFiles != 2 || o.Job != "covmirror-compaction" {
 		t.Errorf("defaults %+v: %v", o, err)
 	}
-	m := MaintainOptions{Expire: iceberg.ExpireOptions{RetainLast: -1}}
+	m := MaintainOptions{Expire: durable.ExpireOptions{RetainLast: -1}}
 	m.EnsureDefaults()
 	if err := m.Validate(); err == nil || m.OrphanOlderThan != 24*time.Hour {
 		t.Errorf("MaintainOptions %+v: %v", m, err)

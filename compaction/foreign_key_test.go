@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
@@ -17,7 +18,7 @@ func TestCompactionRefusesARowFiledUnderAnotherSink(t *testing.T) {
 	tbl := openTable(t)
 	lake := coverage.Destination{Sink: "lake", Topic: "orders"}
 	for i := range 2 {
-		if err := tbl.Append(ctx, iceberg.Commit{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
 			{Destination: coverage.Destination{Sink: "search", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
 		}}); err != nil {
 			t.Fatal(err)
@@ -50,7 +51,7 @@ func TestCompactionRefusesARowFiledUnderAnotherSink(t *testing.T) {
 func TestCompactionGoesOnPastACorruptSink(t *testing.T) {
 	tbl := openTable(t)
 	for i := range 2 {
-		if err := tbl.Append(ctx, iceberg.Commit{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
 			{Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
 			{Destination: coverage.Destination{Sink: "search", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
 		}}); err != nil {

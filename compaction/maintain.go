@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -15,9 +16,9 @@ const MinOrphanAge = iceberg.MinOrphanAge
 
 // MaintainOptions configures Maintain. Zero values are documented defaults.
 type MaintainOptions struct {
-	// Expire says which snapshots to expire. Zero value: iceberg.ExpireOptions'
+	// Expire says which snapshots to expire. Zero value: durable.ExpireOptions'
 	// own defaults (older than 15 minutes, keeping the last 20).
-	Expire iceberg.ExpireOptions
+	Expire durable.ExpireOptions
 	// OrphanOlderThan: files under the table location that no snapshot
 	// references and that are older than this are deleted. Zero value:
 	// DefaultOrphanOlderThan; below MinOrphanAge is refused.

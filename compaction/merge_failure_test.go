@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -55,7 +56,7 @@ func TestCompactWhenTheMergeFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		c := iceberg.Commit{Name: fmt.Sprintf("c%d", i), Writer: "pod"}
+		c := durable.Checkpoint{Name: fmt.Sprintf("c%d", i), Writer: "pod"}
 		for _, s := range []string{"raw", "lake"} {
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: coverage.Destination{Sink: s, Topic: "t"},
 				Ranges: []coverage.Range{{Start: uint64(i) * 10, End: uint64(i)*10 + 5}}})

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // Compaction on tables covmirror wrote itself, with sink names whose keys
@@ -23,7 +23,7 @@ func TestCompactionHostileAndLongSinkNames(t *testing.T) {
 	}
 	tbl := openTable(t)
 	for round := range 3 {
-		var c iceberg.Commit
+		var c durable.Checkpoint
 		c.Name, c.Writer = fmt.Sprintf("c%d", round), "pod"
 		for i, n := range names {
 			d := coverage.Destination{Sink: n, Topic: "t", Partition: int32(i)}

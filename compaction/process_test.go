@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -60,7 +61,7 @@ func child(role string) error {
 			d := coverage.Destination{Sink: []string{"raw", "lake", "search"}[r.IntN(3)], Topic: "orders", Partition: int32(r.IntN(3))}
 			start := uint64(r.IntN(5000))
 			rg := coverage.Range{Start: start, End: start + 1 + uint64(r.IntN(5))}
-			c := iceberg.Commit{Name: fmt.Sprintf("ckpt/%d", i), Writer: "checkpointer",
+			c := durable.Checkpoint{Name: fmt.Sprintf("ckpt/%d", i), Writer: "checkpointer",
 				Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{rg}}}}
 			if err := tbl.Append(ctx, c); err != nil {
 				return err

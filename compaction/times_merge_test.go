@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
@@ -23,7 +23,7 @@ func TestCompactionTimesUnderHeavyMerges(t *testing.T) {
 	add := func(rs ...coverage.Range) {
 		t.Helper()
 		n++
-		c := iceberg.Commit{Name: fmt.Sprintf("c%d", n), Writer: "w", Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: rs}}}
+		c := durable.Checkpoint{Name: fmt.Sprintf("c%d", n), Writer: "w", Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: rs}}}
 		if n%2 == 0 { // interleave another destination in the same files
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: other, Ranges: []coverage.Range{{Start: uint64(n * 10), End: uint64(n*10 + 5)}}})
 		}

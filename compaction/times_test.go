@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -18,7 +19,7 @@ func stampedRows(t *testing.T, tbl *iceberg.Table) []iceberg.Row {
 		t.Fatal(err)
 	}
 	var rows []iceberg.Row
-	if err := iceberg.ReadRows(ctx, loaded, iceberg.Filter{}, true, func(r iceberg.Row) error {
+	if err := iceberg.ReadRows(ctx, loaded, durable.Filter{}, true, func(r iceberg.Row) error {
 		rows = append(rows, r)
 		return nil
 	}); err != nil {

@@ -28,7 +28,7 @@ type Destination struct {
 // Validate reports ErrInvalidDestination for an empty, overlong or non-UTF-8
 // sink or topic name, a sink name with a control character, a topic name
 // with a NUL byte, or a negative partition. Sink names are configured
-// identifiers, and the durable table uses them in file paths; topic names
+// identifiers, and the durable tiers use them in file paths and object keys; topic names
 // may hold any other UTF-8.
 func (d Destination) Validate() error {
 	if err := validateName("sink", d.Sink); err != nil {

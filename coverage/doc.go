@@ -32,8 +32,11 @@
 // # Backends
 //
 // [Store] is implemented here by [InMemory], by the pod-local Pebble tier in
-// package local and by the durable Iceberg table in package iceberg. Every
-// backend runs the same conformance suite, package coveragetest.
+// package local, and by package mirror's Mirror, which records into the
+// local tier and checkpoints into any durable tier (package durable: the
+// Iceberg coverage table, the sink objects, the PostgreSQL rows). Every
+// Store backend runs the same conformance suite, package coveragetest; every
+// durable tier runs durable/durabletest.
 //
 // Building with the "invariants" tag re-checks a RangeSet's normalization
 // (sorted, non-overlapping, non-adjacent, valid ranges, batch count) after

@@ -75,3 +75,13 @@ func (r Range) Contains(b uint64) bool { return r.Start <= b && b < r.End }
 func (r Range) String() string {
 	return "[" + strconv.FormatUint(r.Start, 10) + "," + strconv.FormatUint(r.End, 10) + ")"
 }
+
+// AddSaturating is a+b, or math.MaxUint64 where the sum would wrap: a
+// count of batches that wrapped would show a huge loss as a small
+// one.
+func AddSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}

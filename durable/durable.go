@@ -111,6 +111,49 @@ type LastWriter interface {
 	LastWrites(ctx context.Context, f Filter) (map[coverage.Destination]LastWrite, error)
 }
 
+// Expirer is the optional capability of a tier that accumulates snapshots
+// (the coverage table) to expire old ones, so that commit latency stays
+// flat as checkpoints accumulate. Expiry never changes what is covered. It
+// returns how many snapshots it removed.
+type Expirer interface {
+	ExpireSnapshots(ctx context.Context, o ExpireOptions) (int, error)
+}
+
+// ExpireOptions says which snapshots ExpireSnapshots removes: those older
+// than OlderThan, always keeping the last RetainLast. A commit of unknown
+// outcome can only be recognized while its snapshot is retained: keep
+// OlderThan well above the longest checkpoint retry window.
+type ExpireOptions struct {
+	OlderThan  time.Duration // zero value: DefaultExpireOlderThan
+	RetainLast int           // zero value: DefaultRetainLast
+}
+
+// ExpireOptions' defaults.
+const (
+	DefaultExpireOlderThan = 15 * time.Minute
+	DefaultRetainLast      = 20
+)
+
+// EnsureDefaults fills in zero values.
+func (o *ExpireOptions) EnsureDefaults() {
+	if o.OlderThan == 0 {
+		o.OlderThan = DefaultExpireOlderThan
+	}
+	if o.RetainLast == 0 {
+		o.RetainLast = DefaultRetainLast
+	}
+}
+
+// Validate reports unusable options. A negative OlderThan would reach into
+// the future and expire every snapshot but the last RetainLast, those a
+// commit of unknown outcome is recognized by among them.
+func (o *ExpireOptions) Validate() error {
+	if o.OlderThan < 0 || o.RetainLast < 0 {
+		return fmt.Errorf("durable: ExpireOptions.OlderThan %s and RetainLast %d must not be negative", o.OlderThan, o.RetainLast)
+	}
+	return nil
+}
+
 // PartialError is an Append that committed the ranges of some of the
 // checkpoint's destinations and not of the others, which it certainly did
 // not write (a sink object that cannot be read is never overwritten): one

@@ -14,9 +14,6 @@ import (
 	"github.com/covmirror/covmirror/durable"
 )
 
-// Commit is one append to the coverage table: the ranges of one checkpoint.
-type Commit = durable.Checkpoint
-
 // Append writes the commit's rows as data files once, verifies them (each
 // sink's partition holds exactly its rows; every file is there with its
 // size), then commits them in one append snapshot whose summary names the
@@ -29,7 +26,7 @@ type Commit = durable.Checkpoint
 // the ranges may or may not be there, and they must stay pending (a
 // duplicate row is harmless to coverage). The same writer and name with
 // other ranges is ErrNameReused.
-func (t *Table) Append(ctx context.Context, c Commit) error {
+func (t *Table) Append(ctx context.Context, c durable.Checkpoint) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -132,7 +129,7 @@ func (t *Table) writeFiles(ctx context.Context, tbl *table.Table, name string, f
 // buildRecord lays the commit's rows out in the table's arrow schema, looked
 // up by column name so that extra columns another engine added stay null;
 // each row is recorded at now unless times gives it a time of its own.
-func buildRecord(schema *arrow.Schema, c Commit, now time.Time, times RecordedAt) (arrow.RecordBatch, error) {
+func buildRecord(schema *arrow.Schema, c durable.Checkpoint, now time.Time, times RecordedAt) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	col := func(name string) array.Builder {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"iter"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
 
@@ -50,7 +50,7 @@ func lookup(tbl *table.Table, s stamp) (bool, error) {
 		}
 		if p[SummaryPayload] != s.payload {
 			return false, fmt.Errorf("%w: %s wrote %q to %s as snapshot %d with payload %s, now %s: give every distinct write its own name",
-				ErrNameReused, s.writer, s.name, strings.Join(tbl.Identifier(), "."), snap.SnapshotID, p[SummaryPayload], s.payload)
+				durable.ErrNameReused, s.writer, s.name, strings.Join(tbl.Identifier(), "."), snap.SnapshotID, p[SummaryPayload], s.payload)
 		}
 		return true, nil
 	}
@@ -106,13 +106,13 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 		// fails, after a pause.
 		paused := false
 		if !conflict {
-			if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
 				return err
 			}
 			paused = true
 		}
 		landedAnyway, err := l.reload()
-		if errors.Is(err, ErrNameReused) {
+		if errors.Is(err, durable.ErrNameReused) {
 			return err
 		}
 		if err != nil {
@@ -120,7 +120,7 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 				return err
 			}
 			if !paused {
-				if err := backoff.Sleep(ctx, commitBackoff(attempt)); err != nil {
+				if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
 					return err
 				}
 			}
@@ -147,13 +147,12 @@ func isConflict(err error) bool {
 		strings.Contains(msg, "database is locked")
 }
 
-// commitBackoff is the pause before retry attempt n (from 1) of a commit
-// that failed without a conflict: capped exponential, jittered.
-func commitBackoff(n int) time.Duration {
-	d := 50 * time.Millisecond << min(n, 7)
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
+// The pause before retry attempt n (from 1) of a commit that failed
+// without a conflict: backoff.EqualJitter between these.
+const (
+	commitMinBackoff = 100 * time.Millisecond
+	commitMaxBackoff = 5 * time.Second
+)
 
 // writeVerified writes rec into tbl's data location with iceberg-go's
 // writer and checks the result before anything may commit it: the files'

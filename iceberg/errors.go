@@ -2,8 +2,6 @@ package iceberg
 
 import (
 	"errors"
-
-	"github.com/covmirror/covmirror/durable"
 )
 
 var (
@@ -22,10 +20,6 @@ var (
 	// work on the data files alone (compaction, the canned queries) cannot
 	// apply them: they refuse rather than count deleted rows as covered.
 	ErrDeleteFiles = errors.New("snapshot has delete files")
-
-	// ErrNameReused: a writer committed a name it had already committed
-	// with another payload (durable.ErrNameReused).
-	ErrNameReused = durable.ErrNameReused
 
 	// ErrUnverifiedWrite: the data files written for a commit do not hold
 	// the rows built for it (a partition's file missing or short, a file

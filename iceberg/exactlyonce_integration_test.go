@@ -16,6 +16,7 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -67,7 +68,7 @@ func sinkWriter() error {
 func requireBothOrNeither(t *testing.T, cov *Table, what string) *coverage.RangeSet {
 	t.Helper()
 	held := sinkBatches(t, cov, []string{cov.ident[0], "lakehouse"})
-	all, err := cov.Coverage(context.Background(), Filter{Sink: lakehouse.Sink})
+	all, err := cov.Coverage(context.Background(), durable.Filter{Sink: lakehouse.Sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 	staleSink, _ := cov.cat.LoadTable(ctx, ident)
 	r := coverage.Range{Start: 100, End: 105}
 	covFiles, err := cov.writeFiles(ctx, staleCov, "stale", 0, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return buildRecord(schema, Commit{Name: "stale", Writer: "pod", Ranges: []coverage.DestinationRanges{{Destination: lakehouse, Ranges: []coverage.Range{r}}}}, time.Now(), nil)
+		return buildRecord(schema, durable.Checkpoint{Name: "stale", Writer: "pod", Ranges: []coverage.DestinationRanges{{Destination: lakehouse, Ranges: []coverage.Range{r}}}}, time.Now(), nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestExactlyOnceSeaweedFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cov.Append(ctx, Commit{Name: "other", Writer: "other", Ranges: []coverage.DestinationRanges{{
+	if err := cov.Append(ctx, durable.Checkpoint{Name: "other", Writer: "other", Ranges: []coverage.DestinationRanges{{
 		Destination: coverage.Destination{Sink: "raw", Topic: "orders"}, Ranges: []coverage.Range{{Start: 1, End: 200}}}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,50 +6,18 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/covmirror/covmirror/durable"
 )
 
-// ExpireOptions says which snapshots ExpireSnapshots removes: those older
-// than OlderThan, always keeping the last RetainLast. Expiry never changes
-// what is covered (the table only ever appends, so the current snapshot
-// references every data file); it drops old snapshots' metadata, so that
-// commit latency stays flat over months of checkpoints. A commit of unknown
-// outcome can only be recognized while its snapshot is retained: keep
-// OlderThan well above the longest checkpoint retry window.
-type ExpireOptions struct {
-	OlderThan  time.Duration // zero value: DefaultExpireOlderThan
-	RetainLast int           // zero value: DefaultRetainLast
-}
-
-// ExpireOptions' defaults.
-const (
-	DefaultExpireOlderThan = 15 * time.Minute
-	DefaultRetainLast      = 20
-)
-
-// EnsureDefaults fills in zero values.
-func (o *ExpireOptions) EnsureDefaults() {
-	if o.OlderThan == 0 {
-		o.OlderThan = DefaultExpireOlderThan
-	}
-	if o.RetainLast == 0 {
-		o.RetainLast = DefaultRetainLast
-	}
-}
-
-// Validate reports unusable options. A negative OlderThan would reach into
-// the future and expire every snapshot but the last RetainLast, those a
-// commit of unknown outcome is recognized by among them.
-func (o *ExpireOptions) Validate() error {
-	if o.OlderThan < 0 || o.RetainLast < 0 {
-		return fmt.Errorf("iceberg: ExpireOptions.OlderThan %s and RetainLast %d must not be negative", o.OlderThan, o.RetainLast)
-	}
-	return nil
-}
+var _ durable.Expirer = (*Table)(nil)
 
 // ExpireSnapshots expires old snapshots in one commit, retried on conflict
 // with concurrent checkpoints until Options.CommitTimeout. Files no longer
-// referenced are deleted after the commit.
-func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired int, err error) {
+// referenced are deleted after the commit. Expiry never changes what is
+// covered: the table only ever appends, so the current snapshot references
+// every data file.
+func (t *Table) ExpireSnapshots(ctx context.Context, o durable.ExpireOptions) (expired int, err error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return 0, err
@@ -83,7 +51,7 @@ func (t *Table) ExpireSnapshots(ctx context.Context, o ExpireOptions) (expired i
 // expirable reports whether any snapshot of tbl is older than o.OlderThan
 // and not among the newest o.RetainLast: with more than RetainLast
 // snapshots, the oldest is never among the newest, so it decides.
-func expirable(tbl *table.Table, o ExpireOptions, now time.Time) bool {
+func expirable(tbl *table.Table, o durable.ExpireOptions, now time.Time) bool {
 	snaps := tbl.Metadata().Snapshots()
 	if len(snaps) <= o.RetainLast {
 		return false

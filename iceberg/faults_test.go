@@ -13,6 +13,7 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/faultio"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
@@ -75,7 +76,7 @@ func TestRandomFaults(t *testing.T) {
 		var opErr error
 		switch k := rng.IntN(6); {
 		case k <= 2:
-			c := Commit{Name: fmt.Sprintf("c%d", step), Writer: "pod"}
+			c := durable.Checkpoint{Name: fmt.Sprintf("c%d", step), Writer: "pod"}
 			for _, s := range sinks {
 				if rng.IntN(2) == 0 {
 					continue
@@ -118,7 +119,7 @@ func TestRandomFaults(t *testing.T) {
 		}
 		injected = len(inj.Events())
 		inj.Clear()
-		got, err := tbl.Coverage(ctx, Filter{})
+		got, err := tbl.Coverage(ctx, durable.Filter{})
 		if err != nil {
 			t.Fatalf("seed %d step %d: reading: %v", seed, step, err)
 		}
@@ -151,7 +152,7 @@ func rewriteOneSink(ctx context.Context, t *Table, sink string, step int) error 
 	if err != nil {
 		return err
 	}
-	c := Commit{Name: fmt.Sprintf("rw%d", step), Writer: "compaction"}
+	c := durable.Checkpoint{Name: fmt.Sprintf("rw%d", step), Writer: "compaction"}
 	var inputs []ice.DataFile
 	for _, task := range tasks {
 		if s, _ := SinkOf(task.File); s == sink {
@@ -161,7 +162,7 @@ func rewriteOneSink(ctx context.Context, t *Table, sink string, step int) error 
 	if len(inputs) < 2 {
 		return nil
 	}
-	before, err := ReadCoverage(ctx, base, Filter{Sink: sink})
+	before, err := ReadCoverage(ctx, base, durable.Filter{Sink: sink})
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func TestPermissionDeniedIsNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	inj.Add(faultio.Rule{Op: faultio.Create, Match: "/metadata/", Err: iofs.ErrPermission})
-	c := Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
+	c := durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
 		Destination: coverage.Destination{Sink: "raw", Topic: "t"}, Ranges: []coverage.Range{{Start: 0, End: 10}}}}}
 	err = tbl.Append(ctx, c)
 	if !errors.Is(err, iofs.ErrPermission) || !strings.Contains(err.Error(), "retrying cannot") {
@@ -211,7 +212,7 @@ func TestPermissionDeniedIsNotRetried(t *testing.T) {
 	if n := len(inj.Events()); n != 1 {
 		t.Fatalf("%d writes were tried (%v); want 1: a permission is not retried", n, inj.Events())
 	}
-	if got, err := tbl.Coverage(ctx, Filter{}); err != nil || len(got) != 0 {
+	if got, err := tbl.Coverage(ctx, durable.Filter{}); err != nil || len(got) != 0 {
 		t.Fatalf("a refused commit left rows: %v %v", got, err)
 	}
 	inj.Clear()

@@ -7,9 +7,10 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // The reader validates each run of equal destinations once; a row naming
@@ -30,7 +31,7 @@ func TestReaderRefusesTheZeroDestination(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cov, err := iceberg.ReadCoverage(ctx, loaded, iceberg.Filter{})
+			cov, err := iceberg.ReadCoverage(ctx, loaded, durable.Filter{})
 			t.Logf("ReadCoverage: %v", err)
 			if !errors.Is(err, coverage.ErrCorrupt) {
 				t.Errorf("ReadCoverage: err %v, coverage %v; want ErrCorrupt", err, cov)
@@ -46,7 +47,7 @@ func TestZeroDestinationRefusedDownstream(t *testing.T) {
 	ctx := context.Background()
 	tbl := tabletest.EmbeddedTable(t)
 	for i := range 2 {
-		if err := tbl.Append(ctx, iceberg.Commit{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: "c" + string(rune('0'+i)), Writer: "pod", Ranges: []coverage.DestinationRanges{
 			{Destination: coverage.Destination{Sink: "raw", Topic: "orders"}, Ranges: []coverage.Range{{Start: uint64(10 * i), End: uint64(10*i + 10)}}},
 		}}); err != nil {
 			t.Fatal(err)
@@ -55,7 +56,7 @@ func TestZeroDestinationRefusedDownstream(t *testing.T) {
 	if err := tabletest.AppendForeign(t, tbl, tabletest.Valid("", "", 0, 20, 30)); err != nil {
 		t.Skip(err)
 	}
-	tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{})
+	tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{})
 	t.Logf("Plan: err %v", err)
 	for _, task := range tasks {
 		t.Logf("  task %+v", task)

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // TestMergeWithDeleteFiles: another engine deleted rows (a position delete
@@ -128,7 +129,7 @@ func TestMergePostCheckReadFailure(t *testing.T) {
 	verified := !rc.fail.Load()
 	rc.fail.Store(false)
 	t.Logf("merge %+v err=%v; reads of manifests were failing after the commit: %v", m, err, !verified)
-	_, rerr := tbl.Coverage(ctx, Filter{})
+	_, rerr := tbl.Coverage(ctx, durable.Filter{})
 	t.Logf("coverage readable again: %v", rerr)
 	if err == nil && !verified {
 		t.Errorf("MergeManifests returned nil although its post-commit check could not read the committed snapshot")
@@ -202,7 +203,7 @@ func TestMergeLostAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := tbl.Coverage(ctx, Filter{})
+	want, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestMergeLostAnswer(t *testing.T) {
 	if !isMerge(cur.CurrentSnapshot()) {
 		t.Fatalf("the current snapshot is a %s, want the merge", cur.CurrentSnapshot().Summary.Operation)
 	}
-	got, err := tbl.Coverage(ctx, Filter{})
+	got, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

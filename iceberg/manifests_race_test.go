@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
@@ -61,8 +62,8 @@ func (c *hookCatalog) LoadTable(ctx context.Context, id table.Identifier) (*tabl
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
 }
 
-func testCommit(name string, sinks []string, start uint64) Commit {
-	c := Commit{Name: name, Writer: "pod"}
+func testCommit(name string, sinks []string, start uint64) durable.Checkpoint {
+	c := durable.Checkpoint{Name: name, Writer: "pod"}
 	for _, s := range sinks {
 		d := coverage.Destination{Sink: s, Topic: "t", Partition: 0}
 		c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: []coverage.Range{{Start: start, End: start + 5}}})
@@ -131,7 +132,7 @@ func mergeRacingRewrite(t *testing.T, restLike bool, retries string) {
 		t.Fatalf("hook: %v", hookErr)
 	}
 	t.Logf("merge result %+v err=%v", merge, err)
-	got, cerr := tbl.Coverage(ctx, Filter{})
+	got, cerr := tbl.Coverage(ctx, durable.Filter{})
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
@@ -248,7 +249,7 @@ func mergeRacingAppends(t *testing.T, rest bool) {
 	for err := range errs {
 		t.Errorf("%v", err)
 	}
-	got, err := tbl.Coverage(ctx, Filter{})
+	got, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestMergeFaults(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				want, err := tbl.Coverage(ctx, Filter{})
+				want, err := tbl.Coverage(ctx, durable.Filter{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -305,7 +306,7 @@ func TestMergeFaults(t *testing.T) {
 				if fired > 0 && err == nil {
 					t.Logf("  (fault fired, merge returned nil)")
 				}
-				got, err := tbl.Coverage(ctx, Filter{})
+				got, err := tbl.Coverage(ctx, durable.Filter{})
 				if err != nil {
 					t.Fatal(err)
 				}

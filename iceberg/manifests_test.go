@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
@@ -24,7 +25,7 @@ func TestMergeManifests(t *testing.T) {
 	}
 	const checkpoints = 6
 	for i := range checkpoints {
-		c := Commit{Name: fmt.Sprintf("pod/%d", i), Writer: "pod"}
+		c := durable.Checkpoint{Name: fmt.Sprintf("pod/%d", i), Writer: "pod"}
 		for _, sink := range []string{"raw", "lake"} {
 			d := coverage.Destination{Sink: sink, Topic: "orders", Partition: int32(i % 2)}
 			r := coverage.Range{Start: uint64(i) * 10, End: uint64(i)*10 + 5}
@@ -34,7 +35,7 @@ func TestMergeManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := tbl.Coverage(ctx, Filter{})
+	want, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestMergeManifests(t *testing.T) {
 	}
 	same := func(when string) {
 		t.Helper()
-		got, err := tbl.Coverage(ctx, Filter{})
+		got, err := tbl.Coverage(ctx, durable.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}

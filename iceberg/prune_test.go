@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
@@ -43,7 +44,7 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 	}
 
 	const sinks, topics, partitions, ranges = 2, 50, 10, 100
-	c := Commit{Name: "pod/1", Writer: "pod"}
+	c := durable.Checkpoint{Name: "pod/1", Writer: "pod"}
 	for s := range sinks {
 		for tp := range topics {
 			for p := range partitions {
@@ -62,7 +63,7 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 	}
 
 	before := inj.BytesRead("/data/")
-	all, err := tbl.Coverage(ctx, Filter{})
+	all, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 
 	partition := int32(7)
 	before = inj.BytesRead("/data/")
-	got, err := tbl.Coverage(ctx, Filter{Topic: "topic-017", Partition: &partition})
+	got, err := tbl.Coverage(ctx, durable.Filter{Topic: "topic-017", Partition: &partition})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rewrite := Commit{Name: "compaction/1", Writer: "compaction"}
+	rewrite := durable.Checkpoint{Name: "compaction/1", Writer: "compaction"}
 	for _, dr := range c.Ranges {
 		if dr.Destination.Sink == "sink-0" {
 			rewrite.Ranges = append(rewrite.Ranges, dr)
@@ -133,14 +134,14 @@ func TestFilteredReadSkipsRowGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planned, err := after.Scan(table.WithRowFilter(filterExpr(Filter{Sink: "sink-0", Topic: "topic-017", Partition: &partition}))).PlanFiles(ctx)
+	planned, err := after.Scan(table.WithRowFilter(filterExpr(durable.Filter{Sink: "sink-0", Topic: "topic-017", Partition: &partition}))).PlanFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(planned) != 1 {
 		t.Fatalf("a read of sink-0, topic-017, partition 7 plans %d files, want 1", len(planned))
 	}
-	again, err := tbl.Coverage(ctx, Filter{Topic: "topic-017", Partition: &partition})
+	again, err := tbl.Coverage(ctx, durable.Filter{Topic: "topic-017", Partition: &partition})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,8 @@ import (
 	"github.com/covmirror/covmirror/durable"
 )
 
-// Filter selects rows of the coverage table; empty fields match everything.
-// A sink filter prunes the other sinks' files through the partition spec.
-type Filter = durable.Filter
-
 // filterExpr is f as a row filter.
-func filterExpr(f Filter) ice.BooleanExpression {
+func filterExpr(f durable.Filter) ice.BooleanExpression {
 	var e ice.BooleanExpression = ice.AlwaysTrue{}
 	if f.Sink != "" {
 		// The key prunes files by partition; the name picks the rows (a
@@ -39,7 +35,7 @@ func filterExpr(f Filter) ice.BooleanExpression {
 
 // Coverage reads the committed coverage of every destination the filter
 // selects: the union of the rows, merged per destination.
-func (t *Table) Coverage(ctx context.Context, f Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+func (t *Table) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	tbl, err := t.Load(ctx)
 	if err != nil {
 		return nil, err
@@ -48,7 +44,7 @@ func (t *Table) Coverage(ctx context.Context, f Filter) (map[coverage.Destinatio
 }
 
 // ReadCoverage is Coverage on already loaded table metadata.
-func ReadCoverage(ctx context.Context, tbl *table.Table, f Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+func ReadCoverage(ctx context.Context, tbl *table.Table, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	out := map[coverage.Destination]*coverage.RangeSet{}
 	err := ReadRows(ctx, tbl, f, false, func(r Row) error {
 		set := out[r.Destination]
@@ -77,7 +73,7 @@ type Row struct {
 // selects, in no particular order, reading recorded_at too where
 // recordedAt says so. A row that is not a valid range of a destination is
 // ErrCorrupt.
-func ReadRows(ctx context.Context, tbl *table.Table, f Filter, recordedAt bool, fn func(Row) error) error {
+func ReadRows(ctx context.Context, tbl *table.Table, f durable.Filter, recordedAt bool, fn func(Row) error) error {
 	if tbl.CurrentSnapshot() == nil {
 		return nil
 	}

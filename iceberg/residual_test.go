@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
@@ -18,7 +19,7 @@ import (
 func TestReadFileRowsIgnoresResiduals(t *testing.T) {
 	ctx := context.Background()
 	tbl := tabletest.EmbeddedTable(t)
-	if err := tbl.Append(ctx, iceberg.Commit{Name: "c", Writer: "pod", Ranges: []coverage.DestinationRanges{
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: "c", Writer: "pod", Ranges: []coverage.DestinationRanges{
 		{Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: 0, End: 10}}},
 	}}); err != nil {
 		t.Fatal(err)

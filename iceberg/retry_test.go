@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // faultyCatalog is the real embedded catalog with switches for the faults a
@@ -70,8 +71,8 @@ func openFaulty(t *testing.T) (*Table, *faultyCatalog) {
 	return tbl, cat
 }
 
-func oneRange(name string, start uint64) Commit {
-	return Commit{Name: name, Writer: "pod", Ranges: []coverage.DestinationRanges{{
+func oneRange(name string, start uint64) durable.Checkpoint {
+	return durable.Checkpoint{Name: name, Writer: "pod", Ranges: []coverage.DestinationRanges{{
 		Destination: coverage.Destination{Sink: "lake", Topic: "t"}, Ranges: []coverage.Range{{Start: start, End: start + 1}}}}}
 }
 

@@ -34,7 +34,7 @@ var compactedFileRows = CompactedFileRows
 // nothing. times, which may be nil, gives rows the recorded_at they keep
 // (a compaction keeps the latest of the rows it merged); the others are
 // recorded at the rewrite's time.
-func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.DataFile, c Commit, times RecordedAt) (written []ice.DataFile, err error) {
+func (t *Table) Rewrite(ctx context.Context, base *table.Table, replaced []ice.DataFile, c durable.Checkpoint, times RecordedAt) (written []ice.DataFile, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

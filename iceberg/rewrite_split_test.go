@@ -10,11 +10,12 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
-func bigCommit(name, sink string, rows int) Commit {
-	c := Commit{Name: name, Writer: "pod"}
+func bigCommit(name, sink string, rows int) durable.Checkpoint {
+	c := durable.Checkpoint{Name: name, Writer: "pod"}
 	// 7 topics x 3 partitions, rows spread round robin, sorted by destination.
 	per := map[coverage.Destination][]coverage.Range{}
 	var order []coverage.Destination
@@ -50,7 +51,7 @@ func tableRows(t *testing.T, ctx context.Context, tbl *Table) int {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := ReadRows(ctx, cur, Filter{}, false, func(Row) error { n++; return nil }); err != nil {
+	if err := ReadRows(ctx, cur, durable.Filter{}, false, func(Row) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -90,7 +91,7 @@ func TestRewriteSizes(t *testing.T) {
 			if err := tbl.Append(ctx, c); err != nil {
 				t.Fatal(err)
 			}
-			want, _ := tbl.Coverage(ctx, Filter{})
+			want, _ := tbl.Coverage(ctx, durable.Filter{})
 			base, _ := tbl.Load(ctx)
 			tasks, _ := DataFiles(ctx, base)
 			var inputs []ice.DataFile
@@ -108,7 +109,7 @@ func TestRewriteSizes(t *testing.T) {
 				if err == nil {
 					t.Fatalf("a rewrite of 0 rows replacing %d files committed", len(inputs))
 				}
-				got, _ := tbl.Coverage(ctx, Filter{})
+				got, _ := tbl.Coverage(ctx, durable.Filter{})
 				sameCoverage(t, got, want)
 				return
 			}
@@ -118,7 +119,7 @@ func TestRewriteSizes(t *testing.T) {
 			if wantFiles := (n + compactedFileRows - 1) / compactedFileRows; len(written) != wantFiles {
 				t.Errorf("%d files, want %d", len(written), wantFiles)
 			}
-			got, err := tbl.Coverage(ctx, Filter{})
+			got, err := tbl.Coverage(ctx, durable.Filter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestRewriteSizes(t *testing.T) {
 			// filtered reads: each (topic, partition) alone
 			for d, set := range want {
 				p := d.Partition
-				one, err := tbl.Coverage(ctx, Filter{Sink: d.Sink, Topic: d.Topic, Partition: &p})
+				one, err := tbl.Coverage(ctx, durable.Filter{Sink: d.Sink, Topic: d.Topic, Partition: &p})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,7 +168,7 @@ func TestRewriteSliceFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := tbl.Coverage(ctx, Filter{})
+	want, err := tbl.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +185,11 @@ func TestRewriteSliceFaults(t *testing.T) {
 		for _, task := range tasks {
 			inputs = append(inputs, task.File)
 		}
-		cov, err := ReadCoverage(ctx, base, Filter{})
+		cov, err := ReadCoverage(ctx, base, durable.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := Commit{Name: name, Writer: "compaction"}
+		c := durable.Checkpoint{Name: name, Writer: "compaction"}
 		for d, set := range cov {
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
 		}
@@ -208,7 +209,7 @@ func TestRewriteSliceFaults(t *testing.T) {
 				ev := inj.Events()
 				inj.Clear()
 				t.Logf("%s nth=%d after=%v: inputs %d, written %d, err=%v, events %d", op, nth, after, inputs, len(w), err, len(ev))
-				got, cerr := tbl.Coverage(ctx, Filter{})
+				got, cerr := tbl.Coverage(ctx, durable.Filter{})
 				if cerr != nil {
 					t.Fatal(cerr)
 				}
@@ -229,7 +230,7 @@ func TestRewriteSliceFaults(t *testing.T) {
 			ev := inj.Events()
 			inj.Clear()
 			t.Logf("metadata %s nth=%d: inputs %d, written %d, err=%v, events %d", op, nth, inputs, len(w), err, len(ev))
-			got, cerr := tbl.Coverage(ctx, Filter{})
+			got, cerr := tbl.Coverage(ctx, durable.Filter{})
 			if cerr != nil {
 				t.Fatal(cerr)
 			}
@@ -264,7 +265,7 @@ func TestReadBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rows = 20000 // five row groups over three sinks
-	c := Commit{Name: "a", Writer: "pod"}
+	c := durable.Checkpoint{Name: "a", Writer: "pod"}
 	want := map[coverage.Destination]*coverage.RangeSet{}
 	for i := range rows {
 		d := coverage.Destination{Sink: fmt.Sprintf("s%d", i%3), Topic: fmt.Sprintf("t%02d", (i*7)%11), Partition: int32((i * 13) % 5)}
@@ -280,7 +281,7 @@ func TestReadBatches(t *testing.T) {
 	}
 	cur, _ := tbl.Load(ctx)
 	n := 0
-	if err := ReadRows(ctx, cur, Filter{}, true, func(r Row) error {
+	if err := ReadRows(ctx, cur, durable.Filter{}, true, func(r Row) error {
 		n++
 		if r.RecordedAt.IsZero() {
 			return fmt.Errorf("zero recorded_at")
@@ -292,7 +293,7 @@ func TestReadBatches(t *testing.T) {
 	if n != rows {
 		t.Fatalf("read %d rows, want %d", n, rows)
 	}
-	check := func(f Filter) {
+	check := func(f durable.Filter) {
 		got, err := tbl.Coverage(ctx, f)
 		if err != nil {
 			t.Fatal(err)
@@ -312,15 +313,15 @@ func TestReadBatches(t *testing.T) {
 		}
 	}
 	for s := range 3 {
-		check(Filter{Sink: fmt.Sprintf("s%d", s)})
+		check(durable.Filter{Sink: fmt.Sprintf("s%d", s)})
 		for tp := range 11 {
-			check(Filter{Sink: fmt.Sprintf("s%d", s), Topic: fmt.Sprintf("t%02d", tp)})
+			check(durable.Filter{Sink: fmt.Sprintf("s%d", s), Topic: fmt.Sprintf("t%02d", tp)})
 			for p := range int32(5) {
-				check(Filter{Sink: fmt.Sprintf("s%d", s), Topic: fmt.Sprintf("t%02d", tp), Partition: &p})
+				check(durable.Filter{Sink: fmt.Sprintf("s%d", s), Topic: fmt.Sprintf("t%02d", tp), Partition: &p})
 			}
 		}
 	}
 	for tp := range 11 {
-		check(Filter{Topic: fmt.Sprintf("t%02d", tp)})
+		check(durable.Filter{Topic: fmt.Sprintf("t%02d", tp)})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/coverage/coveragetest"
 )
@@ -48,19 +49,7 @@ func openWith(t testing.TB, props map[string]string) *Table {
 	return tbl
 }
 
-func TestConformanceEmbedded(t *testing.T) { conformance(t, openEmbedded) }
-
 func TestPositionsConformanceEmbedded(t *testing.T) { positionsConformance(t, openEmbedded) }
-
-// conformance runs the shared Store suite on tables open makes, one per
-// scenario; the commits of a real catalog make the heaviest ones light.
-func conformance(t *testing.T, open func(testing.TB) *Table) {
-	coveragetest.Run(t, coveragetest.Harness{
-		Open:           func(t *testing.T) coverage.Store { return newStore(t, open(t), "test") },
-		InOrderRecords: 20,
-		Light:          true,
-	})
-}
 
 // positionsConformance runs the shared PositionStore suite on a positions
 // table beside each coverage table open makes, dropped when the test ends.
@@ -77,13 +66,4 @@ func positionsConformance(t *testing.T, open func(testing.TB) *Table) {
 		},
 		Light: true,
 	})
-}
-
-func newStore(t *testing.T, tbl *Table, writer string) *Store {
-	t.Helper()
-	s, err := NewStore(tbl, StoreOptions{Writer: writer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

@@ -10,6 +10,7 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 func TestIncompatibleTableIsRefusedAndLeftAlone(t *testing.T) {
@@ -60,12 +61,12 @@ func TestUnreachableCatalogIsAClearError(t *testing.T) {
 func TestAppendRefusesWhatTheTableCannotHold(t *testing.T) {
 	tbl := openEmbedded(t)
 	d := coverage.Destination{Sink: "lake", Topic: "t"}
-	err := tbl.Append(context.Background(), Commit{Name: "c1", Writer: "w",
+	err := tbl.Append(context.Background(), durable.Checkpoint{Name: "c1", Writer: "w",
 		Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{{Start: 1, End: MaxBatchEnd + 1}}}}})
 	if !errors.Is(err, coverage.ErrInvalidRange) {
 		t.Fatalf("append past MaxBatchEnd: %v", err)
 	}
-	if err := tbl.Append(context.Background(), Commit{Writer: "w"}); err == nil {
+	if err := tbl.Append(context.Background(), durable.Checkpoint{Writer: "w"}); err == nil {
 		t.Fatal("a commit without a name was accepted")
 	}
 }
@@ -73,7 +74,7 @@ func TestAppendRefusesWhatTheTableCannotHold(t *testing.T) {
 func TestAppendOfALandedCheckpointIsNotRepeated(t *testing.T) {
 	ctx := context.Background()
 	tbl := openEmbedded(t)
-	c := Commit{Name: "pod/7", Writer: "pod", Ranges: []coverage.DestinationRanges{{
+	c := durable.Checkpoint{Name: "pod/7", Writer: "pod", Ranges: []coverage.DestinationRanges{{
 		Destination: coverage.Destination{Sink: "lake", Topic: "t"}, Ranges: []coverage.Range{{Start: 1, End: 5}}}}}
 	if err := tbl.Append(ctx, c); err != nil {
 		t.Fatal(err)
@@ -94,13 +95,13 @@ func TestAppendOfALandedCheckpointIsNotRepeated(t *testing.T) {
 // TestExpireOptionsValidate: negative values are refused, zero ones are
 // the documented defaults.
 func TestExpireOptionsValidate(t *testing.T) {
-	for _, o := range []ExpireOptions{{OlderThan: -1}, {RetainLast: -1}} {
+	for _, o := range []durable.ExpireOptions{{OlderThan: -1}, {RetainLast: -1}} {
 		o.EnsureDefaults()
 		if err := o.Validate(); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	var o ExpireOptions
+	var o durable.ExpireOptions
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil || o.OlderThan != 15*time.Minute || o.RetainLast != 20 {
 		t.Errorf("defaults %+v: %v", o, err)

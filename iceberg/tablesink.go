@@ -114,7 +114,7 @@ func (s *TableSink) Write(ctx context.Context, name string, d coverage.Destinati
 			return s.appendSink(ctx, st, rows)
 		})
 	}
-	return s.commitTogether(ctx, st, Commit{Name: name, Writer: s.opts.Writer, Ranges: ranges}, rows)
+	return s.commitTogether(ctx, st, durable.Checkpoint{Name: name, Writer: s.opts.Writer, Ranges: ranges}, rows)
 }
 
 // appendSink appends rows to the sink table alone: files written once, the
@@ -158,7 +158,7 @@ func (s *TableSink) appendSink(ctx context.Context, st stamp, rows arrow.RecordB
 // one multi-table transaction, rebuilt on freshly loaded metadata after a
 // conflict; after an error that does not prove failure it first looks for
 // name in the coverage table.
-func (s *TableSink) commitTogether(ctx context.Context, st stamp, c Commit, rows arrow.RecordBatch) error {
+func (s *TableSink) commitTogether(ctx context.Context, st stamp, c durable.Checkpoint, rows arrow.RecordBatch) error {
 	name := st.name
 	cov, err := s.opts.Coverage.Load(ctx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // RecordedAt gives the rows of a rewrite the recorded_at they keep:
@@ -19,7 +20,7 @@ type RecordedAt map[coverage.Destination][]time.Time
 // validate reports times that do not fit c's ranges one for one: a
 // destination of the commit named twice (both would take the same times),
 // a count that differs, or times for a destination the commit lacks.
-func (times RecordedAt) validate(c Commit) error {
+func (times RecordedAt) validate(c durable.Checkpoint) error {
 	if times == nil {
 		return nil
 	}

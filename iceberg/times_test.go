@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 )
 
 // RecordedAt is keyed by destination, so it cannot say which times belong
@@ -16,7 +17,7 @@ import (
 // may): a rewrite with times refuses such a commit.
 func TestRecordedAtRepeatedDestination(t *testing.T) {
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
-	c := Commit{Name: "rw", Writer: "compaction", Ranges: []coverage.DestinationRanges{
+	c := durable.Checkpoint{Name: "rw", Writer: "compaction", Ranges: []coverage.DestinationRanges{
 		{Destination: d, Ranges: []coverage.Range{{Start: 0, End: 10}}},
 		{Destination: d, Ranges: []coverage.Range{{Start: 100, End: 110}}},
 	}}

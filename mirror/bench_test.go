@@ -10,6 +10,7 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/scale"
 )
@@ -85,7 +86,7 @@ func BenchmarkCommitLatencyOverTime(b *testing.B) {
 	m := e.benchOwner(b)
 	defer m.Close()
 	m.opts.ExpireEvery = 20
-	m.opts.Expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 20}
+	m.opts.Expire = durable.ExpireOptions{OlderThan: time.Millisecond, RetainLast: 20}
 	var first, last, peak time.Duration
 	for range b.N {
 		for i := range n {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 )
 
@@ -38,9 +37,9 @@ type Options struct {
 	// scheduled compaction job expires instead).
 	ExpireEvery int
 	// Expire says which snapshots expiry removes, passed as it is to the
-	// durable tier. Zero value: iceberg.ExpireOptions' own defaults (older
+	// durable tier. Zero value: durable.ExpireOptions' own defaults (older
 	// than 15 minutes, keeping the last 20).
-	Expire iceberg.ExpireOptions
+	Expire durable.ExpireOptions
 	// Positions stores source positions of stored (brokerless) sources,
 	// saved by Sync after each checkpoint's coverage commit (see
 	// SavePosition); iceberg.OpenPositions gives the durable one. The
@@ -94,7 +93,7 @@ func (o *Options) Validate() error {
 }
 
 // Mirror ties the tiers together: Record goes to the local tier, Sync
-// checkpoints what is pending into the durable table, Run does that on an
+// checkpoints what is pending into the durable tier, Run does that on an
 // interval. Safe for concurrent use.
 type Mirror struct {
 	opts  Options
@@ -141,7 +140,8 @@ func (m *Mirror) RecordBatch(ctx context.Context, entries []coverage.Entry) (int
 }
 
 // Covered returns this pod's local view of d's coverage. Other nodes never
-// read it: a rebalancing owner uses Resume, recovery uses Plan.
+// read it: a rebalancing owner uses recovery.Resume, the recovery worker
+// recovery.Plan.
 func (m *Mirror) Covered(ctx context.Context, d coverage.Destination) (coverage.RangeSet, error) {
 	return m.opts.Local.Covered(ctx, d)
 }
@@ -153,7 +153,7 @@ func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, erro
 
 // Sync runs one checkpoint now: it resolves a checkpoint left in flight (by
 // a failed Sync or a stopped process), then appends everything pending to
-// the durable table and, only once that commit has returned success, marks
+// the durable tier and, only once that commit has returned success, marks
 // it checkpointed in the local tier. On error everything not committed
 // stays pending and the next Sync carries it.
 //
@@ -169,7 +169,7 @@ func (m *Mirror) Sync(ctx context.Context) error {
 
 // CheckpointSummary is what one Checkpoint committed.
 type CheckpointSummary struct {
-	// Checkpoints is the number of commits into the durable table (zero:
+	// Checkpoints is the number of commits into the durable tier (zero:
 	// nothing was pending; more than one: a leftover was resolved first).
 	Checkpoints int `json:"checkpoints"`
 	// Batches is the number of batches those commits carried (saturating
@@ -218,7 +218,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		}
 		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
-		commit := iceberg.Commit{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
+		commit := durable.Checkpoint{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
 		if err := m.appendCheckpoint(ctx, commit, sum); err != nil {
 			var partial *durable.PartialError
 			if !errors.As(err, &partial) {
@@ -239,7 +239,7 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		n := m.stats.checkpoints.Add(1)
 		m.stats.checkpointedBatches.Add(cp.Batches())
 		sum.Checkpoints++
-		sum.Batches = AddSaturating(sum.Batches, cp.Batches())
+		sum.Batches = coverage.AddSaturating(sum.Batches, cp.Batches())
 		for _, dr := range cp.Ranges {
 			dests[dr.Destination] = struct{}{}
 		}
@@ -254,17 +254,11 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 	}
 }
 
-// snapshotExpirer is the optional capability of a tier that accumulates
-// snapshots (the coverage table) to expire them.
-type snapshotExpirer interface {
-	ExpireSnapshots(ctx context.Context, o iceberg.ExpireOptions) (int, error)
-}
-
 // expire runs snapshot expiry where the tier has snapshots; a failure is
 // only logged, since the checkpoint itself landed and the next expiry
 // covers the same snapshots.
 func (m *Mirror) expire(ctx context.Context) {
-	se, ok := m.opts.Durable.(snapshotExpirer)
+	se, ok := m.opts.Durable.(durable.Expirer)
 	if !ok {
 		return
 	}

@@ -22,7 +22,7 @@ func withChildObjectMirror(dir string, role func(*Mirror) error) error {
 	return nil
 }
 
-func openObjectTier(dir string) (*object.Store, error) {
+func openObjectTier(dir string) (*object.Tier, error) {
 	b, err := object.OpenDir(dir)
 	if err != nil {
 		return nil, err

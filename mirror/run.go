@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/backoff"
 )
 
 // Run checkpoints every Interval until ctx is done, then returns nil (a
@@ -37,14 +39,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 
 // NextBackoff is the wait before the next checkpoint after failures failed
 // ones in a row: Interval/10 doubled per failure, capped at maxBackoff (and
-// never below a millisecond). A pure function, so the schedule is testable
-// without sleeping.
+// never below a millisecond), as backoff.Exponential schedules it.
 func NextBackoff(interval, maxBackoff time.Duration, failures uint64) time.Duration {
-	d := max(interval/10, time.Millisecond)
-	for i := uint64(1); i < failures && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
+	return backoff.Exponential(int(min(failures, 64)), max(interval/10, time.Millisecond), maxBackoff)
 }
 
 func (s *stats) failuresInARow() uint64 {

@@ -114,7 +114,7 @@ func (m *Mirror) Collector() prometheus.Collector {
 	if m.stats.latency == nil {
 		m.stats.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "covmirror_checkpoint_duration_seconds",
-			Help:    "Latency of checkpoints into the durable coverage table, failed ones included.",
+			Help:    "Latency of checkpoints into the durable tier, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		})
 	}
@@ -126,7 +126,7 @@ type collector struct{ m *Mirror }
 
 var descs = map[string]*prometheus.Desc{
 	"records":     prometheus.NewDesc("covmirror_records_total", "Ranges recorded into the local tier.", nil, nil),
-	"checkpoints": prometheus.NewDesc("covmirror_checkpoints_total", "Checkpoints committed to the durable table.", nil, nil),
+	"checkpoints": prometheus.NewDesc("covmirror_checkpoints_total", "Checkpoints committed to the durable tier.", nil, nil),
 	"batches":     prometheus.NewDesc("covmirror_checkpointed_batches_total", "Batches carried by committed checkpoints.", nil, nil),
 	"failures":    prometheus.NewDesc("covmirror_checkpoint_failures_total", "Checkpoints that failed; their ranges stayed pending.", nil, nil),
 	"consecutive": prometheus.NewDesc("covmirror_checkpoint_consecutive_failures", "Failed checkpoints since the last success.", nil, nil),

@@ -30,8 +30,8 @@ func benchCheckpoint(w, i int) durable.Checkpoint {
 // runWriters appends per checkpoints from each of writers Stores at once
 // (one sink object for all) and returns checkpoints per second, the p99 of
 // one Append, and the preconditions lost.
-func runWriters(b *testing.B, open func() *Store, writers, per int) (float64, time.Duration, int64) {
-	stores := make([]*Store, writers)
+func runWriters(b *testing.B, open func() *Tier, writers, per int) (float64, time.Duration, int64) {
+	stores := make([]*Tier, writers)
 	for w := range stores {
 		stores[w] = open()
 	}
@@ -69,7 +69,7 @@ func BenchmarkConcurrentWritersOneObject(b *testing.B) {
 	results := map[int][3]float64{}
 	for _, writers := range []int{1, 8} {
 		dir := b.TempDir()
-		open := func() *Store {
+		open := func() *Tier {
 			blobs, err := OpenDir(dir)
 			if err != nil {
 				b.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 // Blobs is a flat key space of small objects with conditional writes: S3
 // (If-Match / If-None-Match), or a local directory (a lock and an atomic
-// rename give the same semantics). The Store above it never writes
+// rename give the same semantics). The Tier above it never writes
 // without a precondition.
 type Blobs interface {
 	// Name names the location in logs and errors: a URL.
@@ -40,6 +40,6 @@ var (
 
 	// ErrPrecondition: a conditional Put found the object at another
 	// version (or absent, or present when it was to be created); nothing
-	// was written. The Store re-reads, re-merges and tries again.
+	// was written. The Tier re-reads, re-merges and tries again.
 	ErrPrecondition = errors.New("precondition failed")
 )

@@ -63,12 +63,12 @@ func (c *chaosBlobs) Put(ctx context.Context, key string, data []byte, ifMatch s
 	return v, err
 }
 
-// sentinel fills the spare capacity of a caller's slices: the Store must
+// sentinel fills the spare capacity of a caller's slices: the Tier must
 // never write there (nor anywhere in them).
 var sentinel = coverage.Range{Start: 7777, End: 8888}
 
 // mergedCheckpoint builds a checkpoint already in the form
-// durable.MergeRanges returns (so the Store gets the caller's own slices),
+// durable.MergeRanges returns (so the Tier gets the caller's own slices),
 // each slice with spare capacity holding sentinels.
 func mergedCheckpoint(writer, name string, sets map[coverage.Destination]*coverage.RangeSet) durable.Checkpoint {
 	dests := make([]coverage.Destination, 0, len(sets))
@@ -116,11 +116,11 @@ func sameDeep(c durable.Checkpoint, snap [][]coverage.Range) bool {
 	return true
 }
 
-// checkCacheCoherent: every object a Store keeps as last written, whose
+// checkCacheCoherent: every object a Tier keeps as last written, whose
 // version is still the stored one, is the stored object (the same bytes
 // encoded from it, with its kept encodings and afresh); an entry at
 // another version is only stale.
-func checkCacheCoherent(t *testing.T, s *Store, blobs Blobs) int {
+func checkCacheCoherent(t *testing.T, s *Tier, blobs Blobs) int {
 	t.Helper()
 	s.lastMu.Lock()
 	defer s.lastMu.Unlock()
@@ -150,10 +150,10 @@ func checkCacheCoherent(t *testing.T, s *Store, blobs Blobs) int {
 	return current
 }
 
-// TestInPlaceMergeAliasing: goroutines share one Store over faulty Blobs
+// TestInPlaceMergeAliasing: goroutines share one Tier over faulty Blobs
 // (spurious preconditions, failures and cancellations before and after a
-// write lands) while a second Store writes the same sinks. Checkpoints are
-// handed over already merged, so the Store holds the callers' own slices,
+// write lands) while a second Tier writes the same sinks. Checkpoints are
+// handed over already merged, so the Tier holds the callers' own slices,
 // which carry sentinels in their spare capacity; some are appended by two
 // goroutines at once. Ranges both extend destinations and fall among
 // their old ranges, so merges take both the append and the rewrite path.
@@ -287,7 +287,7 @@ func TestInPlaceMergeAliasing(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := checkCacheCoherent(t, s, inner)
-	// The Store itself, through its cache, now without faults, lands the
+	// The Tier itself, through its cache, now without faults, lands the
 	// pending ones.
 	chaos.mu.Lock()
 	chaos.p = 0
@@ -361,7 +361,7 @@ func (f *failingPut) Put(ctx context.Context, key string, data []byte, ifMatch s
 // TestFailedWriteNeverReused: a checkpoint merged into a sink's cached
 // object whose every write is refused (a precondition, a failure, a
 // cancelled context: none of them wrote) must not reach the store with a
-// later checkpoint of the same Store, on one sink or across two where the
+// later checkpoint of the same Tier, on one sink or across two where the
 // first did land; the half-landed one is not Landed, and its retry skips
 // the sink that holds it and lands.
 func TestFailedWriteNeverReused(t *testing.T) {
@@ -441,7 +441,7 @@ func TestFailedWriteNeverReused(t *testing.T) {
 	}
 }
 
-// TestUnreadableAfterCachingLeftAsIs: a Store that cached a sink's object
+// TestUnreadableAfterCachingLeftAsIs: a Tier that cached a sink's object
 // finds it replaced by one it cannot read (a newer format, or damage);
 // its next append to that sink, cached or retried, fails naming it and
 // leaves the bytes as they are, while appends to other sinks and their

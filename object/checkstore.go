@@ -69,7 +69,7 @@ func (r CheckReport) String() string {
 const knownBugs = "see seaweedfs #8800 / minio #21526 / versitygw #2288"
 
 // CheckStore proves, on scratch keys unique to this run, that b honours
-// conditional writes as the Store relies on: a create of an existing key
+// conditional writes as the Tier relies on: a create of an existing key
 // is refused, If-Match on a missing key or with a stale ETag is refused,
 // and of n concurrent writes with the same If-Match ETag (and of n
 // concurrent creates of one new key) exactly one succeeds and its bytes

@@ -18,7 +18,7 @@
 // that only that lands as committed in the local tier (Landed counts it as
 // not holding a name, which can only cost a re-append).
 // Stores that get conditional writes wrong would break this silently, so
-// CheckStore proves the store honours them before the Store writes.
+// CheckStore proves the store honours them before the Tier writes.
 //
 // # Shape
 //
@@ -28,7 +28,7 @@
 // one; the object holds the exact name, checked on read. The object is the
 // versioned, checksummed format of format.go: per (topic, partition) the
 // covered ranges as delta varints (about 3 bytes per range), the last
-// writer and time per destination (Store.LastWrites, for the lag query),
+// writer and time per destination (Tier.LastWrites, for the lag query),
 // and each writer's recent checkpoint names with the checkpoint's digest
 // and sink count (MaxNamesPerWriter per writer, MaxWriters writers).
 //

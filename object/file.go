@@ -38,7 +38,7 @@ const (
 
 // ErrInvalidKey: a key a DirBlobs refuses: empty, absolute, with an empty,
 // "." or ".." segment, a segment starting with "." or longer than 255
-// bytes, a backslash or a NUL. The Store's keys never are.
+// bytes, a backslash or a NUL. The Tier's keys never are.
 var ErrInvalidKey = errors.New("invalid key")
 
 // OpenDir returns Blobs over dir, creating it if missing. Close releases

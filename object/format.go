@@ -102,7 +102,7 @@ type nameEntry struct {
 }
 
 // encodeObject returns o's bytes. o must be valid (as decodeObject would
-// accept): the Store only encodes what it decoded or merged.
+// accept): the Tier only encodes what it decoded or merged.
 func encodeObject(o *sinkObject) []byte {
 	size := 64 + len(o.Sink)
 	for _, d := range o.Dests {

@@ -27,7 +27,7 @@ const maxEncodedName, keptEncoded = 200, 160
 // encoded whole (a bijection); longer ones keep the first 160 characters
 // of their encoding and add "-" and 128 bits of SHA-256 of the whole name,
 // a character no whole encoding has. The object holds the exact name and
-// the Store checks it, so even a hash collision is refused, not merged.
+// the Tier checks it, so even a hash collision is refused, not merged.
 func sinkKey(prefix, sink string) string {
 	enc := keyEncoding.EncodeToString([]byte(sink))
 	if len(enc) > maxEncodedName {

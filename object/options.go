@@ -24,13 +24,14 @@ type Options struct {
 	// MaxAttempts bounds the conditional writes of one sink's object in
 	// one Append: each lost race or write of unknown outcome re-reads,
 	// re-merges and tries again. Past it Append returns the last error and
-	// the caller keeps the checkpoint pending. Zero value: 64.
+	// the caller keeps the checkpoint pending. Zero value:
+	// DefaultMaxAttempts.
 	MaxAttempts int
 
 	// MinBackoff and MaxBackoff bound the wait before the next attempt: a
 	// random time (full jitter) below MinBackoff doubled per attempt,
 	// capped at MaxBackoff, so that writers racing on one sink's object
-	// spread out. Zero values: 2ms and 250ms.
+	// spread out. Zero values: DefaultMinBackoff and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 
 	// Logger receives the store's few log lines (a write of unknown
@@ -42,16 +43,23 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Options' defaults.
+const (
+	DefaultMaxAttempts = 64
+	DefaultMinBackoff  = 2 * time.Millisecond
+	DefaultMaxBackoff  = 250 * time.Millisecond
+)
+
 // EnsureDefaults fills in the zero-valued fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 64
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.MinBackoff == 0 {
-		o.MinBackoff = 2 * time.Millisecond
+		o.MinBackoff = DefaultMinBackoff
 	}
 	if o.MaxBackoff == 0 {
-		o.MaxBackoff = 250 * time.Millisecond
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -12,7 +12,7 @@ import (
 )
 
 // positionsDir is where, under Options.Prefix, the positions objects live,
-// beside "sinks/": the Store lists only "sinks/", so it never sees them.
+// beside "sinks/": the Tier lists only "sinks/", so it never sees them.
 const positionsDir = "positions/"
 
 // positionsKey is the key of source's positions object: the same safe
@@ -48,7 +48,7 @@ func positionsKey(prefix, source string) string {
 // Positions is safe for concurrent use, and any number of them, in any
 // number of processes, may share one Blobs location.
 type Positions struct {
-	store *Store // for its options, reads and backoff; never writes a sink
+	store *Tier // for its options, reads and backoff; never writes a sink
 	gate  *coverage.PositionGate
 }
 
@@ -213,7 +213,7 @@ func (p *Positions) Positions(ctx context.Context, source string, partition int3
 func (p *Positions) Stats() Stats { return p.store.Stats() }
 
 // Close implements coverage.PositionStore. It does not close the Blobs,
-// which the caller opened and may share with a Store.
+// which the caller opened and may share with a Tier.
 func (p *Positions) Close() error {
 	p.gate.Close()
 	return nil

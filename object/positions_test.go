@@ -259,7 +259,7 @@ func TestPositionsCorruptLeftAsIs(t *testing.T) {
 }
 
 // TestPositionsBesideStore: positions objects live beside the sink objects
-// under the same prefix, and the Store does not see them.
+// under the same prefix, and the Tier does not see them.
 func TestPositionsBesideStore(t *testing.T) {
 	dir := t.TempDir()
 	long := coverage.Source{Name: strings.Repeat("ß", 300), Regime: coverage.Stored}

@@ -15,7 +15,7 @@ import (
 // read returns the object under key and its version; an empty object and
 // version "" when there is none. sink is the name the object must hold,
 // or "" for any whose key is key.
-func (s *Store) read(ctx context.Context, key, sink string) (*sinkObject, string, error) {
+func (s *Tier) read(ctx context.Context, key, sink string) (*sinkObject, string, error) {
 	data, version, err := s.opts.Blobs.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return &sinkObject{Sink: sink}, "", nil
@@ -40,7 +40,7 @@ func unreadable(err error) bool {
 }
 
 // list returns the keys of every sink's object.
-func (s *Store) list(ctx context.Context) ([]string, error) {
+func (s *Tier) list(ctx context.Context) ([]string, error) {
 	dir := s.opts.Prefix + sinksDir
 	keys, err := s.opts.Blobs.List(ctx, dir)
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *Store) list(ctx context.Context) ([]string, error) {
 }
 
 // scan calls fn with each sink's object, or sink's alone when it is set.
-func (s *Store) scan(ctx context.Context, sink string, fn func(*sinkObject)) error {
+func (s *Tier) scan(ctx context.Context, sink string, fn func(*sinkObject)) error {
 	keys := []string{sinkKey(s.opts.Prefix, sink)}
 	if sink == "" {
 		var err error
@@ -69,7 +69,7 @@ func (s *Store) scan(ctx context.Context, sink string, fn func(*sinkObject)) err
 }
 
 // Coverage returns the coverage of every destination f selects.
-func (s *Store) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
+func (s *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	out := map[coverage.Destination]*coverage.RangeSet{}
 	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
 		for _, ds := range o.Dests {
@@ -88,7 +88,7 @@ func (s *Store) Coverage(ctx context.Context, f durable.Filter) (map[coverage.De
 
 // LastWrites returns, for every destination f selects, its last write:
 // how far behind each destination's writers are.
-func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
+func (s *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
 	out := map[coverage.Destination]durable.LastWrite{}
 	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
 		for _, ds := range o.Dests {
@@ -107,7 +107,7 @@ func (s *Store) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.
 // object it wrote to. It reads every sink's object. Past the bounds of
 // MaxNamesPerWriter and MaxWriters it answers false, as it does for a
 // partly written checkpoint: a re-append, which is harmless.
-func (s *Store) Landed(ctx context.Context, writer, name string) (bool, error) {
+func (s *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
 	keys, err := s.list(ctx)
 	if err != nil {
 		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)

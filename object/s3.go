@@ -144,7 +144,7 @@ func (b *S3Blobs) Get(ctx context.Context, key string) ([]byte, string, error) {
 // The SDK does not retry a Put: a retry of a write that landed but whose
 // answer was lost would be refused (the object is no longer at ifMatch),
 // and that 412 would claim nothing was written when this very write was.
-// The Store above retries by re-reading and re-merging instead.
+// The Tier above retries by re-reading and re-merging instead.
 func (b *S3Blobs) Put(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
 	in := &s3.PutObjectInput{
 		Bucket: &b.bucket, Key: aws.String(b.prefix + key),

@@ -67,7 +67,7 @@ func TestSeaweedFSCheckStore(t *testing.T) {
 
 // TestSeaweedFSTierConformance runs the durable tiers' conformance suite on
 // sink objects in a real SeaweedFS bucket: each scenario under a prefix of
-// its own, each client a Store with its own S3 client.
+// its own, each client a Tier with its own S3 client.
 func TestSeaweedFSTierConformance(t *testing.T) {
 	endpoint := seaweedBucket(t, "conformance")
 	n := 0

@@ -14,7 +14,7 @@ import (
 	"github.com/covmirror/covmirror/internal/backoff"
 )
 
-// Store is the durable tier as one object per sink (see the package
+// Tier is the durable tier as one object per sink (see the package
 // documentation). It is safe for concurrent use, and any number of
 // Stores, in any number of processes, may share one Blobs location.
 //
@@ -45,11 +45,11 @@ import (
 // Each sink's object records, with the checkpoint's name, its digest and
 // how many sinks it wrote to, so Landed answers true only when every one
 // of them holds the name: a partly written checkpoint has not landed.
-type Store struct {
+type Tier struct {
 	opts  Options
 	stats struct{ appends, writes, preconditions, unknown, skipped atomic.Int64 }
 
-	// last is, per sink key, the object as this Store last wrote it, with
+	// last is, per sink key, the object as this Tier last wrote it, with
 	// its version: the next Append to the sink takes it out (so that no
 	// two Appends share it) and writes If-Match that version without
 	// reading first. A stale entry (another writer wrote since) only costs
@@ -66,31 +66,31 @@ type cachedObject struct {
 
 // The object store is a durable tier.
 var (
-	_ durable.Tier       = (*Store)(nil)
-	_ durable.LastWriter = (*Store)(nil)
+	_ durable.Tier       = (*Tier)(nil)
+	_ durable.LastWriter = (*Tier)(nil)
 )
 
-// Open returns a Store over opts.Blobs. It does no I/O: an empty location
+// Open returns a Tier over opts.Blobs. It does no I/O: an empty location
 // is an empty tier.
-func Open(_ context.Context, opts Options) (*Store, error) {
+func Open(_ context.Context, opts Options) (*Tier, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{opts: opts, last: map[string]cachedObject{}}, nil
+	return &Tier{opts: opts, last: map[string]cachedObject{}}, nil
 }
 
 // remember keeps key's object as just written, at version.
-func (s *Store) remember(key string, o *sinkObject, version string) {
+func (s *Tier) remember(key string, o *sinkObject, version string) {
 	s.lastMu.Lock()
 	defer s.lastMu.Unlock()
 	s.last[key] = cachedObject{o, version}
 }
 
-// readForWrite is read, from what this Store last wrote of key where it
+// readForWrite is read, from what this Tier last wrote of key where it
 // has it (no round trip, no decoding for a sink's only writer), else from
 // the Blobs. Only a conditional write follows it.
-func (s *Store) readForWrite(ctx context.Context, key, sink string) (*sinkObject, string, error) {
+func (s *Tier) readForWrite(ctx context.Context, key, sink string) (*sinkObject, string, error) {
 	s.lastMu.Lock()
 	c, ok := s.last[key]
 	delete(s.last, key)
@@ -102,14 +102,14 @@ func (s *Store) readForWrite(ctx context.Context, key, sink string) (*sinkObject
 }
 
 // Name names the tier: the Blobs location and the prefix.
-func (s *Store) Name() string {
+func (s *Tier) Name() string {
 	if s.opts.Prefix == "" {
 		return s.opts.Blobs.Name()
 	}
 	return s.opts.Blobs.Name() + " under " + s.opts.Prefix
 }
 
-// Stats counts what this Store did since Open.
+// Stats counts what this Tier did since Open.
 type Stats struct {
 	Appends       int64 // Append calls that returned nil
 	Writes        int64 // sink objects written
@@ -119,7 +119,7 @@ type Stats struct {
 }
 
 // Stats returns the counters.
-func (s *Store) Stats() Stats {
+func (s *Tier) Stats() Stats {
 	return Stats{Appends: s.stats.appends.Load(), Writes: s.stats.writes.Load(), Preconditions: s.stats.preconditions.Load(),
 		Unknown: s.stats.unknown.Load(), Skipped: s.stats.skipped.Load()}
 }
@@ -128,7 +128,7 @@ func (s *Store) Stats() Stats {
 // With MayHaveLanded set it also reads every other sink's object, so that
 // a name reused with ranges for other sinks is ErrNameReused too; without
 // it only the touched sinks are checked.
-func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
+func (s *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Store) Append(ctx context.Context, c durable.Checkpoint) error {
 	for _, sink := range sinks {
 		readFn := s.readForWrite
 		if c.MayHaveLanded {
-			readFn = s.read // what may have landed is in the store, not in what this Store saw
+			readFn = s.read // what may have landed is in the store, not in what this Tier saw
 		}
 		o, version, err := readFn(ctx, sinkKey(s.opts.Prefix, sink), sink)
 		if unreadable(err) {
@@ -277,7 +277,7 @@ func bound(o *sinkObject, p *part) (bool, error) {
 // write merges p into sink's object until a conditional write of the
 // merge lands, or the object is found to hold p's name already (a write
 // whose answer was lost landed). o and version are the object as read.
-func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, version string) error {
+func (s *Tier) write(ctx context.Context, sink string, p *part, o *sinkObject, version string) error {
 	key := sinkKey(s.opts.Prefix, sink)
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -324,6 +324,6 @@ func (s *Store) write(ctx context.Context, sink string, p *part, o *sinkObject, 
 
 // sleep waits before retry attempt n: full jitter between MinBackoff and
 // MaxBackoff.
-func (s *Store) sleep(ctx context.Context, attempt int) error {
+func (s *Tier) sleep(ctx context.Context, attempt int) error {
 	return backoff.Sleep(ctx, backoff.FullJitter(attempt, s.opts.MinBackoff, s.opts.MaxBackoff))
 }

@@ -48,16 +48,16 @@ func (c *countingBlobs) Get(ctx context.Context, key string) ([]byte, string, er
 }
 
 // TestCachedVersionABA: DirBlobs versions are content hashes, so a sink
-// object that went A -> B -> A (another Store wrote twice, the second
-// time back to the same bytes) is at the version the first Store cached,
+// object that went A -> B -> A (another Tier wrote twice, the second
+// time back to the same bytes) is at the version the first Tier cached,
 // and its If-Match write goes through without a read. That is sound only
 // because the bytes, and so the object, are the cached ones: the test
-// builds the sequence for real and checks nothing another Store wrote is
+// builds the sequence for real and checks nothing another Tier wrote is
 // lost and nothing unwritten shows.
 func TestCachedVersionABA(t *testing.T) {
 	dir := t.TempDir()
 	frozen := func() time.Time { return time.Unix(1700000000, 0) }
-	open := func() (*Store, *countingBlobs) {
+	open := func() (*Tier, *countingBlobs) {
 		b, err := OpenDir(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +110,7 @@ func TestCachedVersionABA(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b1.gets.Load() != gets {
-		t.Fatal("the first Store read before writing: the A -> B -> A case was not exercised")
+		t.Fatal("the first Tier read before writing: the A -> B -> A case was not exercised")
 	}
 	cov, err := s2.Coverage(ctx, durable.Filter{})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestCachedVersionABA(t *testing.T) {
 	}
 }
 
-// TestOneStoreConcurrentFaults: eight goroutines share one Store (and so
+// TestOneStoreConcurrentFaults: eight goroutines share one Tier (and so
 // its cache of last-written objects) over flaky Blobs, appending to the
 // same three sinks; failed appends are retried with MayHaveLanded until
 // they land. Coverage never holds a range not yet attempted, always holds
@@ -233,7 +233,7 @@ func checkModelBetween(t *testing.T, got map[coverage.Destination]*coverage.Rang
 	}
 }
 
-// TestNameReusedPastStaleCache: a Store checks a checkpoint's name against
+// TestNameReusedPastStaleCache: a Tier checks a checkpoint's name against
 // the objects it cached, so a name another process reused since (the same
 // writer, another payload) is found only at that sink's conditional write,
 // after earlier sinks may have been written. ErrNameReused still comes

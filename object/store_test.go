@@ -18,9 +18,9 @@ import (
 
 var ctx = context.Background()
 
-// openDirStore opens a DirBlobs and a Store on dir, as another process
+// openDirStore opens a DirBlobs and a Tier on dir, as another process
 // would.
-func openDirStore(t testing.TB, dir string) *Store {
+func openDirStore(t testing.TB, dir string) *Tier {
 	t.Helper()
 	blobs, err := OpenDir(dir)
 	if err != nil {
@@ -62,7 +62,7 @@ func TestSinkKeys(t *testing.T) {
 func TestConcurrentStoresUnion(t *testing.T) {
 	dir := t.TempDir()
 	const writers, per = 8, 50
-	stores := make([]*Store, writers)
+	stores := make([]*Tier, writers)
 	for i := range stores {
 		stores[i] = openDirStore(t, dir)
 	}

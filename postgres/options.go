@@ -30,18 +30,19 @@ type Options struct {
 
 	// Schema holds the tables: a plain identifier (a lowercase letter or
 	// underscore, then lowercase letters, digits or underscores, at most
-	// 63 bytes), always quoted in SQL. Zero value: "covmirror".
+	// 63 bytes), always quoted in SQL. Zero value: DefaultSchema.
 	Schema string
 
 	// MaxAttempts bounds the tries of one transaction that PostgreSQL
 	// aborted as a serialization failure (40001) or a deadlock (40P01),
 	// which roll back and are safe to run again. Any other error is
-	// returned at once. Zero value: 10.
+	// returned at once. Zero value: DefaultMaxAttempts.
 	MaxAttempts int
 
 	// MinBackoff and MaxBackoff bound the wait before the next attempt: a
 	// random time (full jitter) below MinBackoff doubled per attempt,
-	// capped at MaxBackoff. Zero values: 5ms and 1s.
+	// capped at MaxBackoff. Zero values: DefaultMinBackoff and
+	// DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 
 	// Logger receives the tier's few log lines (a transaction being
@@ -69,19 +70,26 @@ const DefaultFoldEvery = 8
 // its own transactions keeps its destinations folded too.
 const FoldRowsInTx = 32
 
+// Options' retry defaults.
+const (
+	DefaultMaxAttempts = 10
+	DefaultMinBackoff  = 5 * time.Millisecond
+	DefaultMaxBackoff  = time.Second
+)
+
 // EnsureDefaults fills in the zero-valued fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	if o.Schema == "" {
 		o.Schema = DefaultSchema
 	}
 	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 10
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.MinBackoff == 0 {
-		o.MinBackoff = 5 * time.Millisecond
+		o.MinBackoff = DefaultMinBackoff
 	}
 	if o.MaxBackoff == 0 {
-		o.MaxBackoff = time.Second
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

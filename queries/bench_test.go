@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // BenchmarkGapsQuery times the gaps query over a table whose lake sink
@@ -28,7 +28,7 @@ func BenchmarkGapsQuery(b *testing.B) {
 			}
 			raw := coverage.DestinationRanges{Destination: coverage.Destination{Sink: "raw", Topic: "orders"},
 				Ranges: []coverage.Range{{Start: 0, End: uint64(n) * 3}}}
-			if err := tbl.Append(ctx, iceberg.Commit{Name: "bench/1", Writer: "bench", Ranges: []coverage.DestinationRanges{raw, lake}}); err != nil {
+			if err := tbl.Append(ctx, durable.Checkpoint{Name: "bench/1", Writer: "bench", Ranges: []coverage.DestinationRanges{raw, lake}}); err != nil {
 				b.Fatal(err)
 			}
 			var duck, scan time.Duration
@@ -49,7 +49,7 @@ func BenchmarkGapsQuery(b *testing.B) {
 				}
 
 				start = time.Now()
-				tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxBatches: 1 << 62, MaxTasks: -1})
+				tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{MaxBatches: 1 << 62, MaxTasks: -1})
 				if err != nil {
 					b.Fatal(err)
 				}

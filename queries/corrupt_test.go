@@ -13,9 +13,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // A row another engine appended that is not a valid range is refused by
@@ -46,7 +47,7 @@ func TestForeignRowsThatAreNotRangesAreRefused(t *testing.T) {
 	for name, row := range cases {
 		t.Run(name, func(t *testing.T) {
 			tbl := openTable(t)
-			if err := tbl.Append(ctx, iceberg.Commit{Name: "c1", Writer: "pod", Ranges: []coverage.DestinationRanges{
+			if err := tbl.Append(ctx, durable.Checkpoint{Name: "c1", Writer: "pod", Ranges: []coverage.DestinationRanges{
 				{Destination: coverage.Destination{Sink: "raw", Topic: "orders"}, Ranges: []coverage.Range{{Start: 0, End: 100}}},
 				{Destination: coverage.Destination{Sink: "lake", Topic: "orders"}, Ranges: []coverage.Range{{Start: 0, End: 10}}},
 			}}); err != nil {
@@ -60,10 +61,10 @@ func TestForeignRowsThatAreNotRangesAreRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := iceberg.ReadCoverage(ctx, loaded, iceberg.Filter{}); !errors.Is(err, coverage.ErrCorrupt) {
+			if _, err := iceberg.ReadCoverage(ctx, loaded, durable.Filter{}); !errors.Is(err, coverage.ErrCorrupt) {
 				t.Errorf("the Go reader: %v, want ErrCorrupt", err)
 			}
-			if _, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{}); !errors.Is(err, coverage.ErrCorrupt) {
+			if _, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{}); !errors.Is(err, coverage.ErrCorrupt) {
 				t.Errorf("the planner: %v, want ErrCorrupt", err)
 			}
 			for _, binding := range []Binding{ReadParquet, Scan} {

@@ -34,7 +34,7 @@
 // some row covers. Gaps are measured against the reference's coverage, so a
 // hole in the reference would hide every sink's gap behind it: the gaps and
 // summary queries report the reference's own holes as gaps of the
-// reference, as mirror.Plan does: over the hull of every batch any
+// reference, as recovery.Plan does: over the hull of every batch any
 // destination of the partition covers, since a sink is written only once
 // raw is durable, and of the partition's acked extent where one is given,
 // since the source is acked only once raw is durable; raw held every batch

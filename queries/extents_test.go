@@ -36,7 +36,7 @@ func randomExtents(r *rand.Rand) []coverage.Extent {
 }
 
 // referenceSpans is, per selected partition, the span the reference must
-// hold, as the recovery planner defines it (mirror.ReferenceHoles): the
+// hold, as the recovery planner defines it (recovery.ReferenceHoles): the
 // hull of the reference's own first to last covered batch, every other
 // destination's rows there (a sink is written only once raw is durable)
 // and the partition's acked extent (the source is acked only once raw is

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/gapspec"
 	"github.com/covmirror/covmirror/internal/tabletest"
@@ -20,7 +20,7 @@ func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
 		tbl := tabletest.EmbeddedTable(t)
 		if len(c.Rows) > 0 {
-			if err := tbl.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: c.Checkpoint()}); err != nil {
+			if err := tbl.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: c.Checkpoint()}); err != nil {
 				t.Fatal(err)
 			}
 		}

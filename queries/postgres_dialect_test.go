@@ -11,8 +11,8 @@ import (
 
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/testseed"
-	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/postgres"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // TestPostgresFormsAgree: the PostgreSQL forms of the canned queries, run
@@ -58,7 +58,7 @@ func TestPostgresFormsAgree(t *testing.T) {
 			where := fmt.Sprintf("round %d, params %+v", round, p)
 			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
 				want, err := duck.Run(ctx, name, p)
-				if errors.Is(err, mirror.ErrNoReference) {
+				if errors.Is(err, recovery.ErrNoReference) {
 					// No rows of the reference anywhere: a misspelt one. The
 					// SQL form, which cannot refuse, finds no gaps rather
 					// than every batch of every partition.

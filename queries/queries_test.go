@@ -15,10 +15,11 @@ import (
 	ice "github.com/apache/iceberg-go"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 var ctx = context.Background()
@@ -71,7 +72,7 @@ func randomTable(t testing.TB, tbl *iceberg.Table, r *rand.Rand, n int) model {
 				m.add(dr.Destination, rg)
 			}
 		}
-		if err := tbl.Append(ctx, iceberg.Commit{Name: fmt.Sprintf("pod/%d", i+1), Writer: "pod", Ranges: rows}); err != nil {
+		if err := tbl.Append(ctx, durable.Checkpoint{Name: fmt.Sprintf("pod/%d", i+1), Writer: "pod", Ranges: rows}); err != nil {
 			t.Fatal(err)
 		}
 		previous = rows
@@ -281,7 +282,7 @@ func queriesAgree(t *testing.T, open func(testing.TB) *iceberg.Table, bindings [
 				}
 				res, err = db.Run(ctx, "gaps", p)
 				if !m.hasSink(cmpOr(p.Reference, coverage.RawSink)) && len(m) > 0 {
-					if !errors.Is(err, mirror.ErrNoReference) {
+					if !errors.Is(err, recovery.ErrNoReference) {
 						t.Fatalf("%s: gaps against a reference without rows: %v, want ErrNoReference", where, err)
 					}
 					continue
@@ -439,7 +440,7 @@ func TestUnknownQueryNamesTheQueries(t *testing.T) {
 func TestDeleteFilesAreRefused(t *testing.T) {
 	tbl := openTable(t)
 	d := coverage.Destination{Sink: "lake", Topic: "orders"}
-	if err := tbl.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{{
 		Destination: d, Ranges: []coverage.Range{{Start: 1, End: 5}, {Start: 10, End: 20}}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +468,7 @@ func appendRanges(t *testing.T, tbl *iceberg.Table, name string, rows map[covera
 	for _, d := range slices.SortedFunc(maps.Keys(rows), coverage.Destination.Compare) {
 		drs = append(drs, coverage.DestinationRanges{Destination: d, Ranges: rows[d]})
 	}
-	if err := tbl.Append(ctx, iceberg.Commit{Name: name, Writer: "pod", Ranges: drs}); err != nil {
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: name, Writer: "pod", Ranges: drs}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -515,7 +516,7 @@ func TestMisspeltReferenceIsRefused(t *testing.T) {
 	defer db.Close()
 	for _, name := range []string{"gaps", "summary", "lag"} {
 		_, err := db.Run(ctx, name, Params{Reference: "rwa"})
-		if !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
+		if !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
 			t.Fatalf("%s with a misspelt reference: %v; want ErrNoReference naming it and the sinks", name, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Result is a query's output: column names and rows of Go values (string,
@@ -23,7 +23,7 @@ type Result struct {
 
 // Run runs the named canned query with p bound to its parameters. A query
 // measured against the reference (it uses $reference) fails with an error
-// wrapping mirror.ErrNoReference when the table has rows but none of the
+// wrapping recovery.ErrNoReference when the table has rows but none of the
 // reference: a misspelt reference would otherwise report every sink
 // complete, as Plan refuses to.
 func (q *DB) Run(ctx context.Context, name string, p Params) (*Result, error) {
@@ -128,7 +128,7 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 		where, holder = q.tier, "it"
 	}
 	return fmt.Errorf("queries: reference %q has no rows in %s (%w); %s has rows of the sinks %s: pass the sink raw's coverage is recorded under",
-		ref, where, mirror.ErrNoReference, holder, strings.Join(sinks, ", "))
+		ref, where, recovery.ErrNoReference, holder, strings.Join(sinks, ", "))
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name

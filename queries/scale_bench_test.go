@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/scale"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Peak heap limits of the scale scenario's readers, as docs/scale.md states
@@ -76,7 +78,7 @@ func BenchmarkScale(b *testing.B) {
 	for range b.N {
 		figures = figures[:0]
 		fullTook, fullPeak := measure(func() error {
-			all, err := tbl.Coverage(ctx, iceberg.Filter{})
+			all, err := tbl.Coverage(ctx, durable.Filter{})
 			if err == nil && len(all) != len(cfg.Destinations()) {
 				err = fmt.Errorf("a full read found %d destinations", len(all))
 			}
@@ -85,7 +87,7 @@ func BenchmarkScale(b *testing.B) {
 		figures = append(figures, scaleFigure{"full-table read", fullTook, fullPeak, "", 0, "", scaleReadPeakLimit, "full-read"})
 
 		resumeTook, resumePeak := measure(func() error {
-			as, err := mirror.Resume(ctx, tbl, cfg.Topic(42%cfg.Topics), 7%int32(cfg.Partitions), mirror.ResumeOptions{Sinks: sinks})
+			as, err := recovery.Resume(ctx, tbl, cfg.Topic(42%cfg.Topics), 7%int32(cfg.Partitions), recovery.ResumeOptions{Sinks: sinks})
 			if err == nil && len(as) != cfg.Sinks {
 				err = fmt.Errorf("resume gave %d assignments", len(as))
 			}
@@ -95,7 +97,7 @@ func BenchmarkScale(b *testing.B) {
 			resumeTook.Seconds() / fullTook.Seconds(), "<= 0.1", scaleResumePeakLimit, "resume"})
 
 		planTook, planPeak := measure(func() error {
-			tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxTasks: -1})
+			tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{MaxTasks: -1})
 			if err == nil && len(tasks) != wantGaps {
 				err = fmt.Errorf("plan gave %d tasks, want %d", len(tasks), wantGaps)
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/scale"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // TestScaleScenario builds the small scale scenario (many checkpoints from
@@ -38,7 +38,7 @@ func TestScaleScenario(t *testing.T) {
 
 	for tp := range cfg.Topics {
 		for p := range int32(cfg.Partitions) {
-			as, err := mirror.Resume(ctx, tbl, cfg.Topic(tp), p, mirror.ResumeOptions{Sinks: sinks})
+			as, err := recovery.Resume(ctx, tbl, cfg.Topic(tp), p, recovery.ResumeOptions{Sinks: sinks})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestScaleScenario(t *testing.T) {
 		}
 	}
 
-	tasks, err := mirror.Plan(ctx, tbl, mirror.PlanOptions{MaxTasks: -1})
+	tasks, err := recovery.Plan(ctx, tbl, recovery.PlanOptions{MaxTasks: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

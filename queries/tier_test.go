@@ -14,13 +14,13 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
-	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // openObjectStore opens a sink-object store on a fresh directory, stamping
 // last writes with now.
-func openObjectStore(t testing.TB, now func() time.Time) *object.Store {
+func openObjectStore(t testing.TB, now func() time.Time) *object.Tier {
 	t.Helper()
 	blobs, err := object.OpenDir(t.TempDir())
 	if err != nil {
@@ -106,7 +106,7 @@ func TestTierAgreesWithTable(t *testing.T) {
 			for _, name := range []string{"coverage", "gaps", "summary", "lag"} {
 				a, errA := fromTier.Run(ctx, name, p)
 				b, errB := fromTable.Run(ctx, name, p)
-				if errors.Is(errA, mirror.ErrNoReference) && errors.Is(errB, mirror.ErrNoReference) {
+				if errors.Is(errA, recovery.ErrNoReference) && errors.Is(errB, recovery.ErrNoReference) {
 					continue
 				}
 				if errA != nil || errB != nil {
@@ -220,7 +220,7 @@ func TestTierLastWrites(t *testing.T) {
 		t.Fatalf("lag over a bare tier: %v, %v", lag, err)
 	}
 
-	if _, err := db.Run(ctx, "gaps", Params{Reference: "rwa"}); !errors.Is(err, mirror.ErrNoReference) || !strings.Contains(err.Error(), "no rows in "+store.Name()) {
+	if _, err := db.Run(ctx, "gaps", Params{Reference: "rwa"}); !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), "no rows in "+store.Name()) {
 		t.Fatalf("gaps against a misspelt reference: %v", err)
 	}
 	if _, err := OpenTier(ctx, store, Options{Binding: Scan}); err == nil {

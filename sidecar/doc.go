@@ -23,7 +23,7 @@
 //
 // Every gap and task row says its kind: "replay" for a sink's gap,
 // "verify-reference" for a hole in raw's own coverage. Raw's holes are
-// looked for over the source's acked extents too (mirror.ReferenceHoles):
+// looked for over the source's acked extents too (recovery.ReferenceHoles):
 // the request's, widened by those reported with PUT /v1/extents, so a
 // stream's first or last stretch lost on every tier is found. An extent
 // without a start takes its topic's declared start (Options.Starts).

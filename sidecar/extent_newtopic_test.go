@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // TestExtentOfATopicLostOnEverySinkReachesTheSinks: the defect extents fix
@@ -33,7 +33,7 @@ func TestExtentOfATopicLostOnEverySinkReachesTheSinks(t *testing.T) {
 	if a := p.do(t, "PUT", "/v1/extents", "application/json", []byte(`[{"topic":"payments","partition":0,"end":20}]`)); a.code != 200 {
 		t.Fatalf("PUT /v1/extents: %d %s", a.code, a.raw)
 	}
-	var seen []mirror.Gap
+	var seen []recovery.Gap
 	for round := 0; round < 4; round++ {
 		// The caller names the pipeline's sinks: no row tells the
 		// planner the lake writes payments.
@@ -46,7 +46,7 @@ func TestExtentOfATopicLostOnEverySinkReachesTheSinks(t *testing.T) {
 			record(task.Sink, task.Topic, task.Start, task.End) // raw holds [0,20); a replay is acked
 		}
 	}
-	want := mirror.Gap{Sink: "lake", Topic: "payments", Start: 0, End: 20, Kind: mirror.KindReplay}
+	want := recovery.Gap{Sink: "lake", Topic: "payments", Start: 0, End: 20, Kind: recovery.KindReplay}
 	if !slices.Contains(seen, want) {
 		t.Fatalf("the recovery loop over /v1/plan did %v, never the lake's replay %v: payments/0 is lost on the lake and nothing shows it", seen, want)
 	}

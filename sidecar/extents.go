@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // DefaultMaxExtents is NewExtentBook's bound when given zero: the
@@ -37,7 +37,7 @@ var ErrTooManyExtents = errors.New("too many partitions with reported source ext
 // stream's edge is just not looked at).
 //
 // An over-reported end is lag-safe: extents only widen where raw's holes
-// are looked for (mirror.ReferenceHoles), a batch raw's coverage lacks
+// are looked for (recovery.ReferenceHoles), a batch raw's coverage lacks
 // there is verify-reference work (raw is read back and only what it holds
 // is recorded), and the sinks' gaps are measured against raw's committed
 // coverage, never against the extent. So it costs a verification and can
@@ -45,7 +45,7 @@ var ErrTooManyExtents = errors.New("too many partitions with reported source ext
 type ExtentBook struct {
 	max   int
 	mu    sync.Mutex
-	byTP  map[mirror.TopicPartition]coverage.Extent
+	byTP  map[recovery.TopicPartition]coverage.Extent
 	bytes int // of the kept partitions' topic names
 }
 
@@ -55,7 +55,7 @@ func NewExtentBook(maxPartitions int) *ExtentBook {
 	if maxPartitions <= 0 {
 		maxPartitions = DefaultMaxExtents
 	}
-	return &ExtentBook{max: maxPartitions, byTP: map[mirror.TopicPartition]coverage.Extent{}}
+	return &ExtentBook{max: maxPartitions, byTP: map[recovery.TopicPartition]coverage.Extent{}}
 }
 
 // Report widens the book by es, validated first (coverage.ValidateExtents);
@@ -75,9 +75,9 @@ func (b *ExtentBook) report(es []coverage.Extent) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fresh, freshBytes := 0, 0
-	seen := map[mirror.TopicPartition]bool{}
+	seen := map[recovery.TopicPartition]bool{}
 	for _, e := range valid {
-		tp := mirror.TopicPartition{Topic: e.Topic, Partition: e.Partition}
+		tp := recovery.TopicPartition{Topic: e.Topic, Partition: e.Partition}
 		if _, ok := b.byTP[tp]; !ok && !seen[tp] {
 			seen[tp] = true
 			fresh++
@@ -92,7 +92,7 @@ func (b *ExtentBook) report(es []coverage.Extent) (int, error) {
 	}
 	changed := 0
 	for _, e := range valid {
-		tp := mirror.TopicPartition{Topic: e.Topic, Partition: e.Partition}
+		tp := recovery.TopicPartition{Topic: e.Topic, Partition: e.Partition}
 		old, ok := b.byTP[tp]
 		if n := widenExtent(old, e); !ok || n != old {
 			b.byTP[tp] = n
@@ -139,14 +139,14 @@ func (b *ExtentBook) Extents() []coverage.Extent {
 // them: the extents a request gave, and the book's for every other
 // partition.
 func (b *ExtentBook) With(es []coverage.Extent) []coverage.Extent {
-	all := map[mirror.TopicPartition]coverage.Extent{}
+	all := map[recovery.TopicPartition]coverage.Extent{}
 	if b != nil {
 		b.mu.Lock()
 		maps.Copy(all, b.byTP)
 		b.mu.Unlock()
 	}
 	for _, e := range es {
-		tp := mirror.TopicPartition{Topic: e.Topic, Partition: e.Partition}
+		tp := recovery.TopicPartition{Topic: e.Topic, Partition: e.Partition}
 		all[tp] = widenExtent(all[tp], e)
 	}
 	out := slices.AppendSeq(make([]coverage.Extent, 0, len(all)), maps.Values(all))

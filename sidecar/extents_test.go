@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // A PUT answers a summary, never the book; DELETE forgets one partition, a
@@ -124,7 +125,7 @@ func TestNamedSinksReachATopicWithoutTheirRows(t *testing.T) {
 			if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 {
 				t.Fatalf("checkpoint: %d %s", a.code, a.raw)
 			}
-			want := mirror.Gap{Sink: "lake", Topic: "payments", Start: 0, End: 20, Kind: mirror.KindReplay}
+			want := recovery.Gap{Sink: "lake", Topic: "payments", Start: 0, End: 20, Kind: recovery.KindReplay}
 			for _, route := range []string{"/v1/gaps", "/v1/plan"} {
 				if got := slices.Contains(gapRows(t, p.do(t, "GET", route+c.query, "", nil)), want); got != c.want {
 					t.Errorf("%s%s with Options.Sinks %v: holds %v: %v, want %v", route, c.query, c.sinks, want, got, c.want)

@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 )
 
 const testToken = "t0k3n-for-the-guard-tests-only"
@@ -123,7 +123,7 @@ func (lp *livePod) nothingHappened(t *testing.T, pendingBefore uint64) {
 	if diag.PendingBatches != pendingBefore {
 		t.Errorf("pending batches %d, want %d: a refused checkpoint ran, or a refused record landed", diag.PendingBatches, pendingBefore)
 	}
-	committed, err := lp.table.Coverage(ctx, iceberg.Filter{})
+	committed, err := lp.table.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

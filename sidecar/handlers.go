@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/mirror"
 )
 
@@ -230,7 +230,7 @@ func (s *Server) getPosition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rawDest := coverage.Destination{Sink: s.opts.Reference, Topic: source, Partition: *part}
-	all, err := s.opts.Durable.Coverage(r.Context(), iceberg.Filter{Sink: rawDest.Sink, Topic: source, Partition: part})
+	all, err := s.opts.Durable.Coverage(r.Context(), durable.Filter{Sink: rawDest.Sink, Topic: source, Partition: part})
 	if err != nil {
 		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: err.Error(), Rule: "durable-tier"})
 		return

@@ -40,7 +40,7 @@ type Options struct {
 	// starts at batch 0.
 	Starts map[string]uint64
 	// Sinks are the sinks the pipeline writes every topic to
-	// (mirror.PlanOptions.Sinks), for /v1/gaps and /v1/plan requests that
+	// (recovery.PlanOptions.Sinks), for /v1/gaps and /v1/plan requests that
 	// name none (sinks=): the sinks with rows of a topic are always
 	// planned, but a topic no sink has rows of (lost on every destination,
 	// known from its extent) gets its sinks' replay only if they are named.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // TestPlanFilterSeesPastOtherTopicsTasks: GET /v1/plan?topic=T is
@@ -30,8 +30,8 @@ func TestPlanFilterSeesPastOtherTopicsTasks(t *testing.T) {
 	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 {
 		t.Fatalf("checkpoint: %d %s", a.code, a.raw)
 	}
-	want := mirror.Gap{Sink: "warehouse", Topic: "orders-b", Start: 5, End: 10, Kind: mirror.KindReplay}
-	if rows := gapRows(t, p.do(t, "GET", "/v1/plan?topic=orders-b", "", nil)); !slices.Equal(rows, []mirror.Gap{want}) {
+	want := recovery.Gap{Sink: "warehouse", Topic: "orders-b", Start: 5, End: 10, Kind: recovery.KindReplay}
+	if rows := gapRows(t, p.do(t, "GET", "/v1/plan?topic=orders-b", "", nil)); !slices.Equal(rows, []recovery.Gap{want}) {
 		t.Fatalf("plan of orders-b without extents: %v, want [%v]", rows, want)
 	}
 	if a := p.do(t, "PUT", "/v1/extents", "application/json", []byte(`[{"topic":"orders-a","partition":0,"end":2000000000}]`)); a.code != 200 {
@@ -43,7 +43,7 @@ func TestPlanFilterSeesPastOtherTopicsTasks(t *testing.T) {
 	}
 	// Even a plan of one task: filtered first, then cut.
 	a = p.do(t, "GET", "/v1/plan?topic=orders-b&max_tasks=1", "", nil)
-	if rows := gapRows(t, a); !slices.Equal(rows, []mirror.Gap{want}) {
+	if rows := gapRows(t, a); !slices.Equal(rows, []recovery.Gap{want}) {
 		t.Fatalf("plan of orders-b, max_tasks=1, with an extent of orders-a: %v, want [%v]", rows, want)
 	}
 }

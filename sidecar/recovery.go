@@ -19,7 +19,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // methods answers 405 unless r's method is one of allowed (GET allows
@@ -110,7 +110,7 @@ func parseBatchID(name, v string) (uint64, error) {
 }
 
 // querySinks reads sinks=a,b: the sinks every topic is written to
-// (mirror.PlanOptions.Sinks); without it, def (Options.Sinks).
+// (recovery.PlanOptions.Sinks); without it, def (Options.Sinks).
 func querySinks(q url.Values, def []string) ([]string, error) {
 	if !q.Has("sinks") {
 		return def, nil
@@ -128,26 +128,26 @@ func querySinks(q url.Values, def []string) ([]string, error) {
 
 // recoveryQuery reads what /v1/gaps and /v1/plan share: the query, the
 // filter (reference, sink, topic, partition) and the extents.
-func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Values, mirror.GapsFilter, bool) {
+func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Values, recovery.GapsFilter, bool) {
 	if !s.methods(w, r, http.MethodGet, http.MethodPost) {
-		return nil, mirror.GapsFilter{}, false
+		return nil, recovery.GapsFilter{}, false
 	}
 	q, ok := s.query(w, r)
 	if !ok {
-		return nil, mirror.GapsFilter{}, false
+		return nil, recovery.GapsFilter{}, false
 	}
 	part, err := queryPartition(q.Get("partition"))
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "partition"})
-		return nil, mirror.GapsFilter{}, false
+		return nil, recovery.GapsFilter{}, false
 	}
-	f := mirror.GapsFilter{Reference: cmp.Or(q.Get("reference"), s.opts.Reference), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
+	f := recovery.GapsFilter{Reference: cmp.Or(q.Get("reference"), s.opts.Reference), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
 	if f.Sinks, err = querySinks(q, s.opts.Sinks); err != nil {
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "query"})
-		return nil, mirror.GapsFilter{}, false
+		return nil, recovery.GapsFilter{}, false
 	}
 	if f.Extents, ok = s.requestExtents(w, r, q); !ok {
-		return nil, mirror.GapsFilter{}, false
+		return nil, recovery.GapsFilter{}, false
 	}
 	return q, f, true
 }
@@ -159,7 +159,7 @@ func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	gaps, err := mirror.CommittedGaps(r.Context(), s.opts.Durable, f)
+	gaps, err := recovery.CommittedGaps(r.Context(), s.opts.Durable, f)
 	if s.planFailed(w, r, err) {
 		return
 	}
@@ -180,14 +180,14 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	// Filtered before it is cut to max_tasks: another topic's work must not
 	// fill the plan of this one.
-	opts := mirror.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Only: f.Selects}
+	opts := recovery.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Only: f.Selects}
 	for _, p := range []struct {
 		name string
 		set  func(n uint64)
 		max  uint64
 	}{
 		{"max_batches", func(n uint64) { opts.MaxBatches = n }, coverage.MaxBatchEnd},
-		{"max_tasks", func(n uint64) { opts.MaxTasks = int(n) }, mirror.DefaultMaxTasks},
+		{"max_tasks", func(n uint64) { opts.MaxTasks = int(n) }, recovery.DefaultMaxTasks},
 	} {
 		v := q.Get(p.name)
 		if v == "" {
@@ -200,19 +200,19 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 		}
 		p.set(n)
 	}
-	tasks, err := mirror.Plan(r.Context(), s.opts.Durable, opts)
-	if errors.Is(err, mirror.ErrPlanTruncated) {
+	tasks, err := recovery.Plan(r.Context(), s.opts.Durable, opts)
+	if errors.Is(err, recovery.ErrPlanTruncated) {
 		w.Header().Set(planTruncatedHeader, err.Error())
 	} else if s.planFailed(w, r, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, mirror.GapsOf(tasks, f))
+	writeJSON(w, http.StatusOK, recovery.GapsOf(tasks, f))
 }
 
 // planFailed answers a failed plan: 404 for a reference without rows, 400
 // for invalid extents, 503 for the durable tier. It reports whether it did.
 func (s *Server) planFailed(w http.ResponseWriter, r *http.Request, err error) bool {
-	var nre *mirror.NoReferenceError
+	var nre *recovery.NoReferenceError
 	switch {
 	case err == nil:
 		return false

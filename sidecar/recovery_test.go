@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // gapRows is an answer of /v1/gaps or /v1/plan.
-func gapRows(t *testing.T, a answer) []mirror.Gap {
+func gapRows(t *testing.T, a answer) []recovery.Gap {
 	t.Helper()
-	var rows []mirror.Gap
+	var rows []recovery.Gap
 	if a.code != 200 {
 		t.Fatalf("%d %s", a.code, a.raw)
 	}
@@ -49,7 +49,7 @@ func TestRecoveryOverTheAPIWithExtents(t *testing.T) {
 	if rows := gapRows(t, p.do(t, "GET", "/v1/gaps", "", nil)); len(rows) != 0 {
 		t.Fatalf("gaps without an extent: %v, want none", rows)
 	}
-	hole := []mirror.Gap{{Sink: "raw", Topic: "orders", Start: 0, End: 10, Kind: mirror.KindVerifyReference}}
+	hole := []recovery.Gap{{Sink: "raw", Topic: "orders", Start: 0, End: 10, Kind: recovery.KindVerifyReference}}
 	const body = `[{"topic":"orders","partition":0,"end":20}]`
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/gaps?topic=orders&partition=0&acked_end=20", ""},
@@ -66,7 +66,7 @@ func TestRecoveryOverTheAPIWithExtents(t *testing.T) {
 		t.Fatalf("PUT /v1/extents: %d %s", a.code, a.raw)
 	}
 	rawHeld := coverage.Range{Start: 0, End: 20}
-	var kinds []mirror.TaskKind
+	var kinds []recovery.TaskKind
 	for round := 0; ; round++ {
 		tasks := gapRows(t, p.do(t, "GET", "/v1/plan", "", nil))
 		if len(tasks) == 0 {
@@ -82,7 +82,7 @@ func TestRecoveryOverTheAPIWithExtents(t *testing.T) {
 			// it); a replay to the lake is acked. Each is recorded, then
 			// checkpointed.
 			start, end := task.Start, task.End
-			if task.Kind == mirror.KindVerifyReference {
+			if task.Kind == recovery.KindVerifyReference {
 				start, end = max(start, rawHeld.Start), min(end, rawHeld.End)
 			}
 			if start < end {
@@ -90,7 +90,7 @@ func TestRecoveryOverTheAPIWithExtents(t *testing.T) {
 			}
 		}
 	}
-	if want := []mirror.TaskKind{mirror.KindVerifyReference, mirror.KindReplay}; !slices.Equal(kinds, want) {
+	if want := []recovery.TaskKind{recovery.KindVerifyReference, recovery.KindReplay}; !slices.Equal(kinds, want) {
 		t.Fatalf("tasks of kinds %v, want %v", kinds, want)
 	}
 	a := p.do(t, "GET", "/v1/committed?topic=orders", "", nil)
@@ -115,9 +115,9 @@ func TestReportedExtentsOnlyWiden(t *testing.T) {
 	if a := p.do(t, "GET", "/v1/extents", "", nil); a.raw != `[{"topic":"orders","partition":0,"start":10,"end":30}]`+"\n" {
 		t.Fatalf("the book: %s, want orders/0 [10,30) (declared start, highest end)", a.raw)
 	}
-	want := []mirror.Gap{
-		{Sink: "lake", Topic: "orders", Start: 15, End: 20, Kind: mirror.KindReplay},
-		{Sink: "raw", Topic: "orders", Start: 20, End: 30, Kind: mirror.KindVerifyReference},
+	want := []recovery.Gap{
+		{Sink: "lake", Topic: "orders", Start: 15, End: 20, Kind: recovery.KindReplay},
+		{Sink: "raw", Topic: "orders", Start: 20, End: 30, Kind: recovery.KindVerifyReference},
 	}
 	if rows := gapRows(t, p.do(t, "GET", "/v1/gaps", "", nil)); !slices.Equal(rows, want) {
 		t.Fatalf("gaps: %v, want %v", rows, want)

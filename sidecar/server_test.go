@@ -23,6 +23,7 @@ import (
 	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 var ctx = context.Background()
@@ -305,16 +306,16 @@ func TestHostileNames(t *testing.T) {
 	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 || a.body["batches"] != float64(10*len(names)+5*len(names)+1) {
 		t.Fatalf("checkpoint: %d %s", a.code, a.raw)
 	}
-	var want []mirror.Gap
+	var want []recovery.Gap
 	for i, n := range names {
-		want = append(want, mirror.Gap{Sink: n, Topic: n, Partition: int32(i), Start: 5, End: 10, Kind: mirror.KindReplay})
+		want = append(want, recovery.Gap{Sink: n, Topic: n, Partition: int32(i), Start: 5, End: 10, Kind: recovery.KindReplay})
 	}
 	for i, n := range names {
 		q := fmt.Sprintf("/v1/gaps?sink=%s&topic=%s&partition=%d", urlQuery(n), urlQuery(n), i)
 		req := apiRequest("GET", q, nil)
 		rec := httptest.NewRecorder()
 		p.h.ServeHTTP(rec, req)
-		var got []mirror.Gap
+		var got []recovery.Gap
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
 			t.Fatalf("gaps of %q: %d %s", n, rec.Code, rec.Body)
 		}

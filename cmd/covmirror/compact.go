@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -19,8 +20,8 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 	asJSON := fs.Bool("json", false, "print a one-line JSON summary per run")
 	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")
 	jitter := fs.Float64("jitter", 0.1, "spread each scheduled run by up to this fraction of --every")
-	expireOlder := fs.Duration("expire-older-than", 0, fmt.Sprintf("expire snapshots older than this (zero: %s)", iceberg.DefaultExpireOlderThan))
-	retain := fs.Int("retain", 0, fmt.Sprintf("always keep this many snapshots (zero: %d)", iceberg.DefaultRetainLast))
+	expireOlder := fs.Duration("expire-older-than", 0, fmt.Sprintf("expire snapshots older than this (zero: %s)", durable.DefaultExpireOlderThan))
+	retain := fs.Int("retain", 0, fmt.Sprintf("always keep this many snapshots (zero: %d)", durable.DefaultRetainLast))
 	orphanOlder := fs.Duration("orphan-older-than", 0, fmt.Sprintf("delete unreferenced files older than this (zero: %s; at least %s)", compaction.DefaultOrphanOlderThan, compaction.MinOrphanAge))
 	dryRun := fs.Bool("dry-run", false, "compact nothing, expire nothing, only list orphan files")
 	if err := parse(fs, args); err != nil {
@@ -29,7 +30,7 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 	if *every < 0 || *jitter < 0 || *retain < 0 || *expireOlder < 0 {
 		return usageError{errors.New("compact: durations, --jitter and --retain must not be negative")}
 	}
-	maintain := compaction.MaintainOptions{Expire: iceberg.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
+	maintain := compaction.MaintainOptions{Expire: durable.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
 		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
 	maintain.EnsureDefaults()
 	if err := maintain.Validate(); err != nil {

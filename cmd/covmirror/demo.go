@@ -16,6 +16,7 @@ import (
 	"github.com/covmirror/covmirror/internal/sim"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // demoRun is one run of the demo: the simulated pipeline, the shared
@@ -250,7 +251,7 @@ func (d *demoRun) compact(ctx context.Context) error {
 // resume is a new owner's takeover of one partition: the replay work the
 // table gives for each sink, replayed from raw and recorded after each ack.
 func (d *demoRun) resume(ctx context.Context, m *mirror.Mirror, part int32) error {
-	assignments, err := mirror.Resume(ctx, d.primary, d.p.Topic, part, mirror.ResumeOptions{
+	assignments, err := recovery.Resume(ctx, d.primary, d.p.Topic, part, recovery.ResumeOptions{
 		Sinks: d.p.SinkNames(), Extents: []coverage.Extent{{Topic: d.p.Topic, Partition: part, Start: 1, End: d.p.Acked[part] + 1}}})
 	if err != nil {
 		return err
@@ -284,11 +285,11 @@ func (d *demoRun) recoverGaps(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	tasks, err := mirror.Plan(ctx, d.primary, mirror.PlanOptions{MaxBatches: 25})
+	tasks, err := recovery.Plan(ctx, d.primary, recovery.PlanOptions{MaxBatches: 25})
 	if err != nil {
 		return err
 	}
-	done, err := mirror.Recover(ctx, tasks, mirror.ReplayFunc(func(_ context.Context, t mirror.Task) error {
+	done, err := recovery.Recover(ctx, tasks, recovery.ReplayFunc(func(_ context.Context, t recovery.Task) error {
 		return d.p.Replay(t.Destination, t.Range)
 	}), w)
 	if err != nil {

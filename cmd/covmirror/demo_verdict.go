@@ -11,7 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // mirrored reports whether the coverage table mirrors another primary.
@@ -46,7 +46,7 @@ func (d *demoRun) mirror(ctx context.Context) error {
 	if d.g.logger.Enabled(ctx, slog.LevelDebug) {
 		logger = d.g.logger
 	}
-	res, err := mirror.Replicate(ctx, d.primary, d.table, mirror.ReplicateOptions{Writer: "demo-mirror", Logger: logger})
+	res, err := replica.Replicate(ctx, d.primary, d.table, replica.Options{Writer: "demo-mirror", Logger: logger})
 	if err != nil {
 		return err
 	}

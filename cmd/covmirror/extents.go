@@ -67,7 +67,7 @@ func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Ex
 }
 
 // sinksFlag registers --sinks: sink names, comma-separated, each valid
-// (mirror.PlanOptions.Sinks), def the default.
+// (recovery.PlanOptions.Sinks), def the default.
 func sinksFlag(fs *flag.FlagSet, def, use string) *[]string {
 	sinks := splitList(def)
 	fs.Func("sinks", use, func(v string) error {

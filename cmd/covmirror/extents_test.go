@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // runWithStdin runs a command line with stdin as its standard input.
@@ -40,9 +40,9 @@ func TestPlanAckedEndsFromStdin(t *testing.T) {
 	must("", "record", "--sink", "lake", "--topic", "orders", "--partition", "0", "--range", "10:20")
 	must("", "checkpoint")
 	const acked = `[{"topic":"orders","partition":0,"end":20}]`
-	var kinds []mirror.TaskKind
+	var kinds []recovery.TaskKind
 	for round := 0; ; round++ {
-		var tasks []mirror.Gap
+		var tasks []recovery.Gap
 		if err := json.Unmarshal([]byte(must(acked, "plan", "--json", "--acked-ends", "-")), &tasks); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestPlanAckedEndsFromStdin(t *testing.T) {
 		}
 		must("", "checkpoint")
 	}
-	if want := []mirror.TaskKind{mirror.KindVerifyReference, mirror.KindReplay}; len(kinds) != 2 || kinds[0] != want[0] || kinds[1] != want[1] {
+	if want := []recovery.TaskKind{recovery.KindVerifyReference, recovery.KindReplay}; len(kinds) != 2 || kinds[0] != want[0] || kinds[1] != want[1] {
 		t.Fatalf("tasks of kinds %v, want %v", kinds, want)
 	}
 	if _, err := runWithStdin(t, state, `[{"topic":"orders","end":"20"}]`, "gaps", "--acked-ends", "-"); exitCode(err) != 2 {

@@ -9,41 +9,41 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // gapRow is one gap or plan task in the contract's JSON shape, {sink,
 // topic, partition, start, end, kind} (the sidecar's GET /v1/gaps and
 // /v1/plan give the same): kind is replay, or verify-reference for a hole
 // in the reference's own coverage.
-type gapRow = mirror.Gap
+type gapRow = recovery.Gap
 
-// committedGaps are the committed gaps (mirror.CommittedGaps): the
+// committedGaps are the committed gaps (recovery.CommittedGaps): the
 // reference's holes (kind verify-reference), looked for over the source
 // extents too, and every other sink's gaps against the reference, ordered
 // by sink, topic, partition and start.
 func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks []string) ([]gapRow, error) {
-	gaps, err := mirror.CommittedGaps(ctx, table, mirror.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks})
+	gaps, err := recovery.CommittedGaps(ctx, table, recovery.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks})
 	return gaps, explainNoReference("gaps", table, err)
 }
 
 // planSinksUse documents --sinks of plan and gaps.
 const planSinksUse = "sinks every topic is written to, comma-separated, planned besides the sinks with rows: a topic no sink has rows of (lost on every destination, found from --acked-ends) gets its sinks' replay only if they are named"
 
-// planCommand is mirror.Plan with a reference that has no rows reported in
+// planCommand is recovery.Plan with a reference that has no rows reported in
 // the command line's terms.
-func planCommand(ctx context.Context, command string, table durable.Tier, opts mirror.PlanOptions) ([]mirror.Task, error) {
-	tasks, err := mirror.Plan(ctx, table, opts)
+func planCommand(ctx context.Context, command string, table durable.Tier, opts recovery.PlanOptions) ([]recovery.Task, error) {
+	tasks, err := recovery.Plan(ctx, table, opts)
 	return tasks, explainNoReference(command, table, err)
 }
 
 // explainNoReference says in the command line's terms that a reference
 // has no rows; other errors pass through.
 func explainNoReference(command string, table durable.Tier, err error) error {
-	var nre *mirror.NoReferenceError
+	var nre *recovery.NoReferenceError
 	if errors.As(err, &nre) {
 		return fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
-			command, nre.Reference, describeTier(table), mirror.ErrNoReference, strings.Join(nre.Sinks, ", "))
+			command, nre.Reference, describeTier(table), recovery.ErrNoReference, strings.Join(nre.Sinks, ", "))
 	}
 	return err
 }
@@ -84,7 +84,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
 	}
 	for _, r := range rows {
-		if r.Kind == mirror.KindVerifyReference {
+		if r.Kind == recovery.KindVerifyReference {
 			fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) hole in the reference itself: %d batches to verify in %s\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start, r.Sink)
 			continue
 		}

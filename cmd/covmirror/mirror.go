@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 func runMirror(ctx context.Context, g *globals, args []string) error {
@@ -33,9 +33,9 @@ func runMirror(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *every > 0 {
-		return mirror.ReplicateEvery(ctx, tier, table, *every, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}) // until SIGTERM
+		return replica.ReplicateEvery(ctx, tier, table, *every, replica.Options{Writer: g.writer, Logger: g.logger}) // until SIGTERM
 	}
-	res, err := mirror.Replicate(ctx, tier, table, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger})
+	res, err := replica.Replicate(ctx, tier, table, replica.Options{Writer: g.writer, Logger: g.logger})
 	if err != nil && !errors.Is(err, coverage.ErrCorrupt) {
 		return err
 	}

@@ -7,14 +7,14 @@ import (
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
-	maxBatches := fs.Uint64("max-batches", mirror.DefaultMaxBatches, "largest task")
-	maxTasks := fs.Int("max-tasks", mirror.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
+	maxBatches := fs.Uint64("max-batches", recovery.DefaultMaxBatches, "largest task")
+	maxTasks := fs.Int("max-tasks", recovery.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	ackedEnds := extentsFlag(fs)
 	sinks := sinksFlag(fs, "", planSinksUse)
@@ -36,15 +36,15 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	tasks, err := planCommand(ctx, "plan", tier, mirror.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
-	if errors.Is(err, mirror.ErrPlanTruncated) {
+	tasks, err := planCommand(ctx, "plan", tier, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
+	if errors.Is(err, recovery.ErrPlanTruncated) {
 		// Not a failure: these tasks, taken in turn from every destination
 		// with work, are what to do first.
 		defer fmt.Fprintf(g.stderr, "note: %v (--max-tasks raises the limit)\n", err)
 	} else if err != nil {
 		return err
 	}
-	rows := mirror.GapsOf(tasks, mirror.GapsFilter{})
+	rows := recovery.GapsOf(tasks, recovery.GapsFilter{})
 	if *asJSON {
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}
@@ -53,7 +53,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	}
 	for i, r := range rows {
 		switch r.Kind {
-		case mirror.KindVerifyReference:
+		case recovery.KindVerifyReference:
 			fmt.Fprintf(g.stdout, "task %d: verify-reference %s/%s/%d [%d,%d): read back what %s holds and record only that; the sinks' gaps there follow on the next plan\n", i+1, r.Sink, r.Topic, r.Partition, r.Start, r.End, r.Sink)
 		default:
 			fmt.Fprintf(g.stdout, "task %d: %s %s/%s/%d [%d,%d) from %s\n", i+1, r.Kind, r.Sink, r.Topic, r.Partition, r.Start, r.End, *reference)

@@ -18,11 +18,13 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapmetrics"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/postgres"
+	"github.com/covmirror/covmirror/replica"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/sidecar/covmap"
 )
@@ -109,7 +111,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	if !g.primaryIsTable() && *mirrorEvery > 0 {
 		go func() { // until SIGTERM
-			if err := mirror.ReplicateEvery(ctx, tier, table, *mirrorEvery, mirror.ReplicateOptions{Writer: g.writer, Logger: g.logger}); err != nil {
+			if err := replica.ReplicateEvery(ctx, tier, table, *mirrorEvery, replica.Options{Writer: g.writer, Logger: g.logger}); err != nil {
 				g.logger.Error("the mirror job did not start; the coverage table is not kept up to date", "err", err)
 			}
 		}()
@@ -150,7 +152,7 @@ func startSidecar(ctx context.Context, g *globals, m *mirror.Mirror, store *loca
 	// holes over the same ones. Declared starts (--stream-start) fill in
 	// an extent reported without a start.
 	extents := sidecar.NewExtentBook(0)
-	gaps, _ := mirror.NewGapMetrics(mirror.GapMetricsOptions{Table: table, Logger: g.logger, Extents: extents.Extents, Sinks: sinks}) // fails only without a table
+	gaps, _ := gapmetrics.New(gapmetrics.Options{Table: table, Logger: g.logger, Extents: extents.Extents, Sinks: sinks}) // fails only without a table
 	reg.MustRegister(m.Collector(), gaps)
 	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table every 2m, until SIGTERM
 	extra := map[string]http.Handler{

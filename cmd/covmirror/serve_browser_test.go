@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/browsertest"
 	"github.com/covmirror/covmirror/internal/tabletest"
@@ -170,7 +171,7 @@ func TestServeBrowserPagesOfOtherOriginsGetNothing(t *testing.T) {
 		}
 	}
 	table := tabletest.EmbeddedTableIn(t, state)
-	committed, err := table.Coverage(context.Background(), iceberg.Filter{})
+	committed, err := table.Coverage(context.Background(), durable.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,3 +36,38 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		t.Fatalf("ran out: %v", err)
 	}
 }
+
+// TestExponentialSchedule: the wait doubles from the minimum per attempt
+// and stops at the maximum, without overflowing on huge attempts.
+func TestExponentialSchedule(t *testing.T) {
+	var got []time.Duration
+	for attempt := range 7 {
+		got = append(got, Exponential(attempt, 10*time.Millisecond, 100*time.Millisecond))
+	}
+	want := []time.Duration{10, 10, 20, 40, 80, 100, 100}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("schedule %v, want %v ms", got, want)
+		}
+	}
+	if d := Exponential(1<<62, time.Millisecond, time.Hour); d != time.Hour {
+		t.Fatalf("huge attempt: %v, want the maximum", d)
+	}
+	if d := Exponential(5, 0, time.Hour); d != 0 {
+		t.Fatalf("zero minimum: %v", d)
+	}
+}
+
+// TestEqualJitterBounds: every wait lies in [half, all] of the attempt's
+// exponential wait.
+func TestEqualJitterBounds(t *testing.T) {
+	const lo, hi = 100 * time.Millisecond, 5 * time.Second
+	for attempt := 1; attempt <= 10; attempt++ {
+		d := Exponential(attempt, lo, hi)
+		for range 200 {
+			if w := EqualJitter(attempt, lo, hi); w < d/2 || w > d {
+				t.Fatalf("attempt %d: wait %v outside [%v, %v]", attempt, w, d/2, d)
+			}
+		}
+	}
+}

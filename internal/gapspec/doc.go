@@ -5,8 +5,8 @@
 // PostgreSQL queries are checked against the very same expected text: the
 // gaps, raw's holes, and the summary they add up to.
 //
-// The runners are TestGapSpec in packages mirror, queries and postgres;
-// go test ./mirror -run GapSpec -rewrite regenerates the expected text,
+// The runners are TestGapSpec in packages recovery, queries and postgres;
+// go test ./recovery -run GapSpec -rewrite regenerates the expected text,
 // which the other two must then print too.
 //
 // The rule the file pins down, whatever engine computes it: a sink's gaps

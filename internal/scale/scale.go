@@ -24,6 +24,7 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 )
 
@@ -106,7 +107,7 @@ func (c Config) GapsOf(d coverage.Destination) []coverage.Range {
 // Pods expire snapshots every mirror.DefaultExpireEvery checkpoints,
 // keeping the last 20 and those younger than 15 minutes; a build is shorter
 // than that, so the age limit is lowered as it would have passed.
-var expire = iceberg.ExpireOptions{OlderThan: time.Millisecond, RetainLast: iceberg.DefaultRetainLast}
+var expire = durable.ExpireOptions{OlderThan: time.Millisecond, RetainLast: durable.DefaultRetainLast}
 
 const expireEvery = 20
 
@@ -125,7 +126,7 @@ func Build(ctx context.Context, tbl *iceberg.Table, c Config) (compaction.Result
 		}
 		slices.SortFunc(pending, func(a, b coverage.DestinationRanges) int { return a.Destination.Compare(b.Destination) })
 		writer := fmt.Sprintf("pod-%d", n%max(c.Writers, 1))
-		err := tbl.Append(ctx, iceberg.Commit{Name: fmt.Sprintf("%s/%d", writer, n), Writer: writer, Ranges: pending})
+		err := tbl.Append(ctx, durable.Checkpoint{Name: fmt.Sprintf("%s/%d", writer, n), Writer: writer, Ranges: pending})
 		pending, n = nil, n+1
 		if err == nil && n%expireEvery == 0 {
 			_, err = tbl.ExpireSnapshots(ctx, expire)

@@ -7,14 +7,14 @@
 // (some refused), records after acks (coverage.WriteThenRecord through a
 // mirror.Mirror on a local.Store on Pebble), checkpoints (Mirror.Sync into
 // the durable tier), compactions, crashes and reopenings of the pod without
-// a final checkpoint, rebalances to a new owner (mirror.Resume from the
-// durable tier alone, then replay), and plan-and-recover (mirror.Plan,
-// mirror.Recover), with faults injected at random into the local tier's
+// a final checkpoint, rebalances to a new owner (recovery.Resume from the
+// durable tier alone, then replay), and plan-and-recover (recovery.Plan,
+// recovery.Recover), with faults injected at random into the local tier's
 // filesystem, the warehouse's file IO and the catalog (commits and loads
 // refused, answers lost after a commit landed).
 //
 // The durable tier (Config.Durable) is the coverage table, an
-// iceberg.Table in a SQLite catalog; or the object store, an object.Store
+// iceberg.Table in a SQLite catalog; or the object store, an object.Tier
 // over a directory behind faults of its own (reads and listings that fail,
 // writes refused, writes applied whose answer is lost, spurious
 // precondition failures); or PostgreSQL, a postgres.Tier in a fresh schema
@@ -22,7 +22,7 @@
 // refused, appends applied whose answer is lost, coverage reads that fail)
 // and transactions the server aborts as serialization failures. On the
 // object and PostgreSQL tiers the coverage table is the replica:
-// mirror.Replicate copies the primary into it, and it is compacted there.
+// replica.Replicate copies the primary into it, and it is compacted there.
 //
 // # What it checks
 //

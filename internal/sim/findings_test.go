@@ -52,7 +52,7 @@ func TestFindingFailedOpenReleasesTheLock(t *testing.T) {
 // written without a sync, so a power loss after a checkpoint landed
 // restarted it: the next checkpoint reused the landed one's name with other
 // ranges; once a commit's outcome is unknown the table refuses it
-// (iceberg.ErrNameReused) and the pod never checkpoints again. Found by the
+// (durable.ErrNameReused) and the pod never checkpoints again. Found by the
 // simulation (seed 8); fixed in the local tier (BeginCheckpoint is synced,
 // names carry a per-open run).
 func TestFindingCheckpointNameReusedAfterPowerLoss(t *testing.T) {
@@ -97,7 +97,7 @@ func TestFindingCheckpointNameReusedAfterPowerLoss(t *testing.T) {
 			if names[name]++; names[name] > 1 {
 				t.Fatalf("two checkpoints with different ranges are both named %s in the table: the local tier's "+
 					"checkpoint counter restarted after the power loss (a later lookup by name is ambiguous, and "+
-					"iceberg.ErrNameReused then refuses that pod's checkpoints for good)", name)
+					"durable.ErrNameReused then refuses that pod's checkpoints for good)", name)
 			}
 		}
 	}

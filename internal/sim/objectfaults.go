@@ -25,10 +25,10 @@ func drawObjectRates(seed uint64, rates *Rates) {
 	// them all; these maxima fail a good share of the operations.
 	rates.ObjectGet, rates.ObjectPut, rates.ObjectPutLost = p(0.1), p(0.15), p(0.15)
 	rates.ObjectPrecond, rates.ObjectList = p(0.15), p(0.15)
-	// The store retries a sink's write up to MaxAttempts: at 64 (the
-	// default) faults almost never reach the Mirror; at 1 every one does,
+	// The store retries a sink's write up to MaxAttempts: at the default (object.DefaultMaxAttempts)
+	// faults almost never reach the Mirror; at 1 every one does,
 	// and the checkpoint stays pending, its retry marked MayHaveLanded.
-	rates.ObjectMaxAttempts = []int{1, 1, 2, 3, 8, 64}[r.IntN(6)]
+	rates.ObjectMaxAttempts = []int{1, 1, 2, 3, 8, object.DefaultMaxAttempts}[r.IntN(6)]
 }
 
 var errObjectDown = errors.New("sim: injected object store fault")

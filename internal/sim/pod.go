@@ -13,6 +13,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // pod is one pipeline pod: its local tier on its own (in-memory, crashable)
@@ -89,13 +90,13 @@ func (w *world) crash(ctx context.Context) error {
 // replayer replays from the simulated raw and verifies raw by reading it.
 type replayer struct{ p *Pipeline }
 
-func (r replayer) Replay(_ context.Context, t mirror.Task) error {
+func (r replayer) Replay(_ context.Context, t recovery.Task) error {
 	return r.p.Replay(t.Destination, t.Range)
 }
 
-// VerifyReference implements mirror.ReferenceVerifier: what of the task's
+// VerifyReference implements recovery.ReferenceVerifier: what of the task's
 // range raw really holds.
-func (r replayer) VerifyReference(_ context.Context, t mirror.Task) ([]coverage.Range, error) {
+func (r replayer) VerifyReference(_ context.Context, t recovery.Task) ([]coverage.Range, error) {
 	task, err := coverage.NewRangeSet(t.Range)
 	if err != nil {
 		return nil, err
@@ -117,11 +118,11 @@ func (w *world) extents() []coverage.Extent {
 	return out
 }
 
-// plan is mirror.Plan from a view of the durable tier: the faulty one, as
+// plan is recovery.Plan from a view of the durable tier: the faulty one, as
 // the recovery worker sees it, or the true one.
-func (w *world) plan(ctx context.Context, t durable.Tier, maxBatches uint64) ([]mirror.Task, error) {
-	tasks, err := mirror.Plan(ctx, t, mirror.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), Extents: w.extents()})
-	if errors.Is(err, mirror.ErrNoReference) {
+func (w *world) plan(ctx context.Context, t durable.Tier, maxBatches uint64) ([]recovery.Task, error) {
+	tasks, err := recovery.Plan(ctx, t, recovery.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), Extents: w.extents()})
+	if errors.Is(err, recovery.ErrNoReference) {
 		return nil, fmt.Errorf("%w (raw's records may all have been lost; the source's acked ends were given)", err)
 	}
 	return tasks, err

@@ -8,8 +8,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // replicate is the mirror job: the coverage table made a copy of the
@@ -17,7 +16,7 @@ import (
 func (w *world) replicate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, err := mirror.Replicate(ctx, w.table, w.ice, mirror.ReplicateOptions{Writer: "sim-replicator", Logger: w.cfg.Logger})
+	res, err := replica.Replicate(ctx, w.table, w.ice, replica.Options{Writer: "sim-replicator", Logger: w.cfg.Logger})
 	w.note("replicate: %d sinks, %d replaced, %d unchanged, %d raced: %v", res.Sinks, res.Replaced, res.Unchanged, res.Raced, errText(err))
 	return nil
 }
@@ -28,7 +27,7 @@ func (w *world) readReplica(ctx context.Context) (map[coverage.Destination]*cove
 	if !w.replica {
 		return nil, nil
 	}
-	got, err := w.iceTruth.Coverage(ctx, iceberg.Filter{})
+	got, err := w.iceTruth.Coverage(ctx, durable.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the replica table without faults: %w", err)
 	}
@@ -64,7 +63,7 @@ func (w *world) finalReplica(ctx context.Context) error {
 	if !w.replica {
 		return nil
 	}
-	res, err := mirror.Replicate(ctx, w.table, w.ice, mirror.ReplicateOptions{Writer: "sim-replicator", Logger: w.cfg.Logger})
+	res, err := replica.Replicate(ctx, w.table, w.ice, replica.Options{Writer: "sim-replicator", Logger: w.cfg.Logger})
 	w.note("final replicate: %d sinks, %d replaced, %d unchanged, %d raced: %v", res.Sinks, res.Replaced, res.Unchanged, res.Raced, errText(err))
 	if err != nil {
 		return fmt.Errorf("replicate with faults off: %w", err)

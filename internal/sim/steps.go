@@ -14,7 +14,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // localFailed counts a failure of the pod's local tier; after three in a
@@ -88,11 +88,11 @@ func (w *world) rebalance(ctx context.Context) error {
 		return err
 	}
 	for part := range w.p.Partitions {
-		var assignments []mirror.Assignment
+		var assignments []recovery.Assignment
 		var err error
 		for range 3 {
-			opts := mirror.ResumeOptions{Sinks: w.p.SinkNames(), Extents: w.extents()}
-			if assignments, err = mirror.Resume(ctx, w.table, w.p.Topic, part, opts); err == nil {
+			opts := recovery.ResumeOptions{Sinks: w.p.SinkNames(), Extents: w.extents()}
+			if assignments, err = recovery.Resume(ctx, w.table, w.p.Topic, part, opts); err == nil {
 				break
 			}
 		}
@@ -105,7 +105,7 @@ func (w *world) rebalance(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			done, err := mirror.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
+			done, err := recovery.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
 			w.note("resume %s %s %v: %d done, %v", a.Destination, a.Kind, a.Replay, done, errText(err))
 		}
 	}
@@ -120,7 +120,7 @@ func (w *world) recover(ctx context.Context) error {
 		w.note("plan: %v", err)
 		return nil
 	}
-	done, err := mirror.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
+	done, err := recovery.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
 	w.note("recover: %d of %d tasks done: %v", done, len(tasks), errText(err))
 	return nil
 }
@@ -197,9 +197,9 @@ func (w *world) quiesce(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("plan with faults off: %w", err)
 		}
-		var work []mirror.Task
+		var work []recovery.Task
 		for _, t := range tasks {
-			if t.Kind == mirror.KindVerifyReference {
+			if t.Kind == recovery.KindVerifyReference {
 				if held, _ := (replayer{w.p}).VerifyReference(ctx, t); len(held) == 0 {
 					continue // a hole raw has nothing of: nothing to recover
 				}
@@ -213,7 +213,7 @@ func (w *world) quiesce(ctx context.Context) error {
 		if round == 10 {
 			return fmt.Errorf("recovery does not quiesce: after 10 rounds the plan still has %v", work)
 		}
-		if done, err := mirror.Recover(ctx, work, replayer{w.p}, w.pod.m); err != nil {
+		if done, err := recovery.Recover(ctx, work, replayer{w.p}, w.pod.m); err != nil {
 			return fmt.Errorf("recovery with faults off: %d of %d done: %w", done, len(work), err)
 		}
 	}

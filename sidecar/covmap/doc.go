@@ -7,7 +7,7 @@
 // partition bars.
 //
 // Gaps come from the durable tier only, exactly as the recovery worker and
-// the gaps command see them (mirror.Plan over the coverage table, with the
+// the gaps command see them (recovery.Plan over the coverage table, with the
 // source's acked extents TableSource.Extents gives, so a stream's lost
 // first or last stretch is drawn as a hole of raw), and their
 // ages from the table's recorded_at column; pending ranges come from the

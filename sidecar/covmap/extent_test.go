@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
@@ -18,7 +18,7 @@ func TestTableSourceExtents(t *testing.T) {
 	table := tabletest.EmbeddedTable(t)
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 10, End: 20}}
-	if err := table.Append(ctx, iceberg.Commit{Name: "c1", Writer: "test", Ranges: []coverage.DestinationRanges{
+	if err := table.Append(ctx, durable.Checkpoint{Name: "c1", Writer: "test", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		t.Fatal(err)
 	}

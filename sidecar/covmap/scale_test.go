@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -52,7 +53,7 @@ func largeTable(t *testing.T, seed uint64) (*iceberg.Table, map[string]uint64, i
 		}
 	}
 	table := tabletest.EmbeddedTable(t)
-	if err := table.Append(context.Background(), iceberg.Commit{Name: "generated-1", Writer: "test", Ranges: ranges}); err != nil {
+	if err := table.Append(context.Background(), durable.Checkpoint{Name: "generated-1", Writer: "test", Ranges: ranges}); err != nil {
 		t.Fatal(err)
 	}
 	return table, want, dests

@@ -13,9 +13,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Gap is one gap of the durable tier: a sink's range that the reference
@@ -87,7 +88,7 @@ func (l LocalPending) Pending(ctx context.Context) ([]Pending, error) {
 	return out, nil
 }
 
-// TableSource reads the coverage table: gaps through mirror.Plan, as the
+// TableSource reads the coverage table: gaps through recovery.Plan, as the
 // gaps command and the recovery worker do, and covered ranges and gap ages
 // from a scan of the same snapshot.
 type TableSource struct {
@@ -95,11 +96,11 @@ type TableSource struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
 	// Extents, when set, gives each read the source's acked extents
-	// (mirror.PlanOptions.Extents): raw's holes are looked for over them
+	// (recovery.PlanOptions.Extents): raw's holes are looked for over them
 	// too, and drawn. Zero value: none known.
 	Extents func() []coverage.Extent
 	// Sinks are sinks every topic is written to, drawn besides those with
-	// rows (mirror.PlanOptions.Sinks). Zero value: the sinks with rows.
+	// rows (recovery.PlanOptions.Sinks). Zero value: the sinks with rows.
 	Sinks []string
 }
 
@@ -107,7 +108,7 @@ type TableSource struct {
 // between its two reads.
 const consistentReads = 3
 
-// Committed reads the table. Plan loads the table itself, so the snapshot
+// Committed reads the table. recovery.Plan loads the table itself, so the snapshot
 // is compared before and after it: equal snapshots mean the gaps and the
 // scanned rows describe the same table state.
 func (s TableSource) Committed(ctx context.Context) (Committed, error) {
@@ -124,12 +125,12 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if s.Extents != nil {
 			extents = s.Extents()
 		}
-		tasks, err := mirror.Plan(ctx, s.Table, mirror.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks})
+		tasks, err := recovery.Plan(ctx, s.Table, recovery.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks})
 		if err != nil {
-			var nre *mirror.NoReferenceError
+			var nre *recovery.NoReferenceError
 			if errors.As(err, &nre) {
 				return Committed{}, fmt.Errorf("covmap: reference %q has no rows in the coverage table (%w); the table has rows of the sinks %v: configure the sink raw's coverage is recorded under",
-					ref, mirror.ErrNoReference, nre.Sinks)
+					ref, recovery.ErrNoReference, nre.Sinks)
 			}
 			return Committed{}, fmt.Errorf("covmap: planning the gaps of %s: %w", s.Table.Name(), err)
 		}
@@ -180,7 +181,7 @@ type row struct {
 // destination when each batch was first covered, and the covered sets.
 func scanTimelines(ctx context.Context, tbl *table.Table) (map[coverage.Destination]timeline, map[coverage.Destination]*coverage.RangeSet, error) {
 	rows := map[coverage.Destination][]row{}
-	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+	err := iceberg.ReadRows(ctx, tbl, durable.Filter{}, true, func(r iceberg.Row) error {
 		rows[r.Destination] = append(rows[r.Destination], row{r: r.Range, at: r.RecordedAt})
 		return nil
 	})
@@ -226,11 +227,11 @@ func (tl timeline) earliest(r coverage.Range) (time.Time, bool) {
 
 // gapsWithAges turns the plan's tasks into gaps dated by the rows that make
 // them gaps (see Gap.Since).
-func gapsWithAges(tasks []mirror.Task, ref string, timelines map[coverage.Destination]timeline) []Gap {
-	others := map[mirror.TopicPartition][]timeline{}
+func gapsWithAges(tasks []recovery.Task, ref string, timelines map[coverage.Destination]timeline) []Gap {
+	others := map[recovery.TopicPartition][]timeline{}
 	for d, tl := range timelines {
 		if d.Sink != ref {
-			tp := mirror.TopicPartition{Topic: d.Topic, Partition: d.Partition}
+			tp := recovery.TopicPartition{Topic: d.Topic, Partition: d.Partition}
 			others[tp] = append(others[tp], tl)
 		}
 	}
@@ -238,8 +239,8 @@ func gapsWithAges(tasks []mirror.Task, ref string, timelines map[coverage.Destin
 	for _, t := range tasks {
 		g := Gap{Destination: t.Destination, Range: t.Range}
 		var basis []timeline
-		if t.Kind == mirror.KindVerifyReference {
-			basis = others[mirror.TopicPartition{Topic: t.Destination.Topic, Partition: t.Destination.Partition}]
+		if t.Kind == recovery.KindVerifyReference {
+			basis = others[recovery.TopicPartition{Topic: t.Destination.Topic, Partition: t.Destination.Partition}]
 		} else {
 			basis = []timeline{timelines[t.Destination.WithSink(ref)]}
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // ageNote says how exact the ages are; the page shows it.
@@ -57,8 +57,8 @@ func (a *agg) add(d *destState) {
 	}
 	a.Gaps += len(d.gaps)
 	// Saturating, as the gap metrics' sums: a wrapped sum would hide a loss.
-	a.MissingBatches = mirror.AddSaturating(a.MissingBatches, d.gapBatches)
-	a.PendingBatches = mirror.AddSaturating(a.PendingBatches, d.pending.Batches())
+	a.MissingBatches = coverage.AddSaturating(a.MissingBatches, d.gapBatches)
+	a.PendingBatches = coverage.AddSaturating(a.PendingBatches, d.pending.Batches())
 	if d.oldest != nil && (a.OldestGapSince == nil || d.oldest.Before(*a.OldestGapSince)) {
 		a.OldestGapSince = d.oldest
 	}
@@ -110,7 +110,7 @@ type destState struct {
 }
 
 type partState struct {
-	tp     mirror.TopicPartition
+	tp     recovery.TopicPartition
 	extent coverage.Range // zero when empty
 	dests  map[string]*destState
 }
@@ -132,10 +132,10 @@ func widen(r, by coverage.Range) coverage.Range {
 }
 
 // index arranges committed coverage and pending ranges by partition.
-func index(c *Committed, pending []Pending) map[mirror.TopicPartition]*partState {
-	parts := map[mirror.TopicPartition]*partState{}
+func index(c *Committed, pending []Pending) map[recovery.TopicPartition]*partState {
+	parts := map[recovery.TopicPartition]*partState{}
 	part := func(d coverage.Destination) *partState {
-		tp := mirror.TopicPartition{Topic: d.Topic, Partition: d.Partition}
+		tp := recovery.TopicPartition{Topic: d.Topic, Partition: d.Partition}
 		p := parts[tp]
 		if p == nil {
 			p = &partState{tp: tp, dests: map[string]*destState{}}
@@ -157,7 +157,7 @@ func index(c *Committed, pending []Pending) map[mirror.TopicPartition]*partState
 		p := part(g.Destination)
 		ds := p.dest(g.Destination.Sink)
 		ds.gaps = append(ds.gaps, g.Range)
-		ds.gapBatches = mirror.AddSaturating(ds.gapBatches, g.Range.Len())
+		ds.gapBatches = coverage.AddSaturating(ds.gapBatches, g.Range.Len())
 		if g.Since != nil && (ds.oldest == nil || g.Since.Before(*ds.oldest)) {
 			ds.oldest = g.Since
 		}
@@ -202,7 +202,7 @@ type query struct {
 }
 
 // build is the view of parts that q selects.
-func build(parts map[mirror.TopicPartition]*partState, ref string, q query, o *Options) mapView {
+func build(parts map[recovery.TopicPartition]*partState, ref string, q query, o *Options) mapView {
 	v := mapView{Reference: ref, Sink: q.sink, Topic: q.topic, Offset: q.offset, Sinks: []sinkAgg{}, Topics: []topicAgg{}}
 	sinks := map[string]*sinkAgg{}
 	topics := map[string]*topicAgg{}

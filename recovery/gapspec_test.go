@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // through the planner: the gaps are CommittedGaps', the reference's holes
 // the first assignment of Resume of each partition, both over a tier
 // holding the case's rows, and the summary the one the gaps add up to. Regenerate the expected text with
-// go test ./mirror -run GapSpec -rewrite.
+// go test ./recovery -run GapSpec -rewrite.
 func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
 		tier := specTier(c.Coverage())

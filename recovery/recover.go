@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type NoReferenceError struct {
 }
 
 func (e *NoReferenceError) Error() string {
-	return fmt.Sprintf("mirror: plan: reference sink %q: %v, which has rows of the sinks %s: name the sink raw's coverage is recorded under",
+	return fmt.Sprintf("recovery: plan: reference sink %q: %v, which has rows of the sinks %s: name the sink raw's coverage is recorded under",
 		e.Reference, ErrNoReference, strings.Join(e.Sinks, ", "))
 }
 
@@ -32,7 +32,7 @@ func (e *NoReferenceError) Unwrap() error { return ErrNoReference }
 
 // ErrCannotVerifyReference: Recover met verify-reference tasks and its
 // Replayer does not implement ReferenceVerifier, so it left them undone.
-var ErrCannotVerifyReference = errors.New("the replayer cannot verify the reference (it does not implement mirror.ReferenceVerifier)")
+var ErrCannotVerifyReference = errors.New("the replayer cannot verify the reference (it does not implement recovery.ReferenceVerifier)")
 
 func sinkNames(all map[coverage.Destination]*coverage.RangeSet) []string {
 	set := map[string]bool{}
@@ -133,12 +133,12 @@ func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store
 			err = fmt.Errorf("unknown task kind %q (want %q or %q)", task.Kind, KindReplay, KindVerifyReference)
 		}
 		if err != nil {
-			return done, fmt.Errorf("mirror: recovery task %s %s %s: %w", task.Kind, task.Destination, task.Range, err)
+			return done, fmt.Errorf("recovery: recovery task %s %s %s: %w", task.Kind, task.Destination, task.Range, err)
 		}
 		done++
 	}
 	if unverified > 0 {
-		return done, fmt.Errorf("mirror: recovery left %d verify-reference task(s) undone: %w; their holes stay open", unverified, ErrCannotVerifyReference)
+		return done, fmt.Errorf("recovery: recovery left %d verify-reference task(s) undone: %w; their holes stay open", unverified, ErrCannotVerifyReference)
 	}
 	return done, nil
 }

@@ -1,4 +1,4 @@
-package mirror
+package gapmetrics
 
 import (
 	"os"
@@ -71,7 +71,7 @@ func TestAlertsNameExistingMetrics(t *testing.T) {
 	e := newEnv(t)
 	m := e.owner(t, "", "pod-a")
 	defer m.Close()
-	g, err := NewGapMetrics(GapMetricsOptions{Table: e.table})
+	g, err := New(Options{Table: e.table})
 	if err != nil {
 		t.Fatal(err)
 	}

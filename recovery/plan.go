@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"cmp"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/iceberg"
 )
 
 // TaskKind says what recovering a task means.
@@ -58,7 +57,7 @@ func (a Assignment) Tasks(maxBatches uint64, maxTasks int) ([]Task, error) {
 }
 
 // ResumeOptions says what a new owner of a partition knows besides the
-// durable table. Zero values are documented defaults.
+// durable tier. Zero values are documented defaults.
 type ResumeOptions struct {
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
@@ -95,7 +94,7 @@ func (o *ResumeOptions) Validate() error {
 }
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
-// only the durable table, never the previous owner's local tier, which it
+// only the durable tier, never the previous owner's local tier, which it
 // cannot see. Coverage the previous owner recorded but had not checkpointed
 // shows up as recovery work (a lag that dedup absorbs), never as covered.
 //
@@ -123,9 +122,9 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	if err := refDest.Validate(); err != nil {
 		return nil, coverage.DestinationError("resume", refDest, err)
 	}
-	all, err := t.Coverage(ctx, iceberg.Filter{Topic: topic, Partition: &partition})
+	all, err := t.Coverage(ctx, durable.Filter{Topic: topic, Partition: &partition})
 	if err != nil {
-		return nil, fmt.Errorf("mirror: resume %s/%d: %w", topic, partition, err)
+		return nil, fmt.Errorf("recovery: resume %s/%d: %w", topic, partition, err)
 	}
 	committed := all[refDest]
 	if committed == nil {
@@ -136,7 +135,7 @@ func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, 
 	extent := extents[tp]
 	holes, err := ReferenceHoles(committed, sinkHulls(all, opts.Reference)[tp], extent)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
+		return nil, fmt.Errorf("recovery: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
 	}
 	// The sinks' reference is raw's committed coverage only: a hole, even
 	// below the acked end, is raw's to verify first (an over-reported end
@@ -258,15 +257,18 @@ func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error)
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	all, err := t.Coverage(ctx, iceberg.Filter{})
+	all, err := t.Coverage(ctx, durable.Filter{})
 	if err != nil {
-		return nil, fmt.Errorf("mirror: plan: %w", err)
+		return nil, fmt.Errorf("recovery: plan: %w", err)
 	}
-	return planOf(all, opts)
+	return PlanCoverage(all, opts)
 }
 
-// planOf is Plan over coverage already read.
-func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
+// PlanCoverage is Plan over coverage already read (all of a tier's
+// destinations, as Coverage with an empty filter returns them): the one
+// definition the gap metrics share. opts is used as it is, without
+// EnsureDefaults.
+func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
 	refs := map[TopicPartition]*coverage.RangeSet{}
 	sinksOf := map[string][]string{} // topic -> sinks
 	for d, set := range all {
@@ -303,7 +305,7 @@ func planOf(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) (
 		}
 		holes, err := ReferenceHoles(ref, hulls[tp], extents[tp])
 		if err != nil {
-			return nil, fmt.Errorf("mirror: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
+			return nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 		}
 		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
 		for _, sink := range uniq(append(slices.Clone(opts.Sinks), sinksOf[d.Topic]...)) {

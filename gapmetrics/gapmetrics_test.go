@@ -1,4 +1,4 @@
-package mirror
+package gapmetrics
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +17,10 @@ import (
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // appendAt commits ranges (sink, topic, partition, start, end) into t and
@@ -34,7 +35,7 @@ func appendAt(t *testing.T, tbl *iceberg.Table, name string, rows ...any) (befor
 			Ranges: []coverage.Range{rg(uint64(rows[i+3].(int)), uint64(rows[i+4].(int)))}})
 	}
 	before = time.Now().Truncate(time.Microsecond) // recorded_at is stored in microseconds
-	if err := tbl.Append(ctx, iceberg.Commit{Name: name, Writer: "test", Ranges: drs}); err != nil {
+	if err := tbl.Append(ctx, durable.Checkpoint{Name: name, Writer: "test", Ranges: drs}); err != nil {
 		t.Fatal(err)
 	}
 	after = time.Now()
@@ -104,7 +105,7 @@ func TestGapMetricsKnownHistory(t *testing.T) {
 	b2, a2 := appendAt(t, tbl, "c2", "raw", "orders", 0, 12, 20, "lake", "orders", 0, 7, 20)
 	now := a2.Add(time.Hour)
 	clock := func() time.Time { return now }
-	g, err := NewGapMetrics(GapMetricsOptions{Table: tbl, Now: clock})
+	g, err := New(Options{Table: tbl, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestGapMetricsKnownHistory(t *testing.T) {
 			t.Errorf("%s: %d gaps of %d batches, want %d of %d", sink, got[sink].Gaps, got[sink].MissingBatches, w[0], w[1])
 		}
 	}
-	check := func(stage string, g *GapMetrics) {
+	check := func(stage string, g *Metrics) {
 		t.Helper()
 		v := metricValues(t, g)
 		for sink, w := range want {
@@ -158,7 +159,7 @@ func TestGapMetricsKnownHistory(t *testing.T) {
 	// No two rows of a destination here touch, so none merged and each
 	// kept its own recorded_at: the ages are those of the commits, not of
 	// the rewrite.
-	fresh, _ := NewGapMetrics(GapMetricsOptions{Table: tbl, Now: clock})
+	fresh, _ := New(Options{Table: tbl, Now: clock})
 	if err := fresh.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestGapMetricsKnownHistory(t *testing.T) {
 // is a failed refresh (not a table without gaps).
 func TestGapMetricsEmptyTable(t *testing.T) {
 	tbl := tabletest.EmbeddedTable(t)
-	g, _ := NewGapMetrics(GapMetricsOptions{Table: tbl})
+	g, _ := New(Options{Table: tbl})
 	if err := g.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +192,8 @@ func TestGapMetricsEmptyTable(t *testing.T) {
 		t.Fatalf("empty table: %v, want raw without gaps", got)
 	}
 	appendAt(t, tbl, "c1", "raw", "orders", 0, 0, 10)
-	typo, _ := NewGapMetrics(GapMetricsOptions{Table: tbl, Reference: "rwa"})
-	if err := typo.Refresh(ctx); !errors.Is(err, ErrNoReference) {
+	typo, _ := New(Options{Table: tbl, Reference: "rwa"})
+	if err := typo.Refresh(ctx); !errors.Is(err, recovery.ErrNoReference) {
 		t.Fatalf("misspelled reference: %v, want ErrNoReference", err)
 	}
 }
@@ -207,7 +208,7 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var logs syncBuffer
-	g, err := NewGapMetrics(GapMetricsOptions{Table: e.table, Now: clock, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second,
+	g, err := New(Options{Table: e.table, Now: clock, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -258,69 +259,12 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 	}
 }
 
-// TestCheckpointAgeMetric: the age counts from the collector's creation
-// until a checkpoint succeeds, from the success after, and keeps growing
-// while checkpoints fail.
-func TestCheckpointAgeMetric(t *testing.T) {
-	e := newEnv(t)
-	e.shortCommitTimeout(t)
-	m := e.owner(t, "", "pod-a")
-	defer m.Close()
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_000, 0)
-	m.stats.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	c := m.Collector()
-	advance(45 * time.Second)
-	age := func() float64 { return metricValues(t, c)["covmirror_last_checkpoint_age_seconds"] }
-	if got := age(); got != 45 {
-		t.Fatalf("before any checkpoint: age %v, want 45 (since the collector was made)", got)
-	}
-	if got := metricValues(t, c)["covmirror_checkpoint_interval_seconds"]; got != 0.01 {
-		t.Errorf("interval %v, want 0.01", got)
-	}
-	// Checkpoints fail (the catalog is down): the age keeps growing.
-	e.cat.down.Store(true)
-	record(t, m, coverage.Destination{Sink: "raw", Topic: "orders"}, 0, 5)
-	if err := m.Sync(ctx); err == nil {
-		t.Fatal("checkpoint with the catalog down succeeded")
-	}
-	advance(30 * time.Second)
-	if got := age(); got != 75 {
-		t.Fatalf("after a failed checkpoint: age %v, want 75", got)
-	}
-	e.cat.down.Store(false)
-	if err := m.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := age(); got != 0 {
-		t.Fatalf("right after a checkpoint: age %v, want 0", got)
-	}
-	advance(20 * time.Second)
-	if got := age(); got != 20 {
-		t.Fatalf("20s after a checkpoint: age %v, want 20", got)
-	}
-}
-
-// TestCheckpointedBatchesSaturate: the counter stops at 2^64-1 instead of
-// wrapping to a small value that rate() would read as a reset.
-func TestCheckpointedBatchesSaturate(t *testing.T) {
-	var c saturating
-	c.Add(math.MaxUint64 - 5)
-	if got := c.Add(10); got != math.MaxUint64 {
-		t.Fatalf("MaxUint64-5 + 10 = %d, want saturation at %d", got, uint64(math.MaxUint64))
-	}
-	if got := c.Add(1); got != math.MaxUint64 {
-		t.Fatalf("after saturation: %d", got)
-	}
-}
-
 // TestMetricsLint: names, help texts and units pass Prometheus's own lint.
 func TestMetricsLint(t *testing.T) {
 	e := newEnv(t)
 	m := e.owner(t, "", "pod-a")
 	defer m.Close()
-	g, _ := NewGapMetrics(GapMetricsOptions{Table: e.table})
+	g, _ := New(Options{Table: e.table})
 	appendAt(t, e.table, "c1", "raw", "orders", 0, 0, 10, "lake", "orders", 0, 0, 4)
 	if err := g.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -368,7 +312,7 @@ func TestGapMetricsMaxSinks(t *testing.T) {
 		rows = append(rows, fmt.Sprintf("s%d", i), "orders", 0, 0, i+1)
 	}
 	appendAt(t, tbl, "c1", rows...)
-	g, err := NewGapMetrics(GapMetricsOptions{Table: tbl, MaxSinks: 3})
+	g, err := New(Options{Table: tbl, MaxSinks: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

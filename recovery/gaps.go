@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type GapsFilter struct {
 }
 
 // CommittedGaps is the recovery plan with tasks as large as the gaps, from
-// the durable table only: the reference's holes (rows with sink =
+// the durable tier only: the reference's holes (rows with sink =
 // reference) and every other sink's gaps against the reference, ordered by
 // sink, topic, partition and start, then filtered. A reference without rows
 // in a table that has rows is a *NoReferenceError, as in Plan.

@@ -1,4 +1,4 @@
-package mirror
+package gapmetrics
 
 import (
 	"context"
@@ -16,26 +16,26 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 )
 
-// GapMetricsOptions configures NewGapMetrics. Zero values are documented
+// Options configures New. Zero values are documented
 // defaults.
-type GapMetricsOptions struct {
+type Options struct {
 	// Table is the durable coverage table the gaps are read from. Required.
 	Table *iceberg.Table
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
 	// Sinks are sinks every reference partition is written to, besides
-	// those with rows, as PlanOptions.Sinks. Zero value: per topic, the
+	// those with rows, as recovery.PlanOptions.Sinks. Zero value: per topic, the
 	// sinks the table has rows of.
 	Sinks []string
 	// Extents, when set, gives each refresh the source's acked extents
-	// (PlanOptions.Extents): the reference's holes are then counted over
+	// (recovery.PlanOptions.Extents): the reference's holes are then counted over
 	// them too, so a stream's first or last stretch lost on every tier is a
 	// gap of the reference here as well. It must return valid extents
 	// (coverage.ValidateExtents); an invalid one fails the refresh. Zero
 	// value: none known.
 	Extents func() []coverage.Extent
 	// Interval is the time between refreshes in Run. Every refresh reads
-	// the whole table, as Plan does. Zero value: 2m.
+	// the whole table, as recovery.Plan does. Zero value: 2m.
 	Interval time.Duration
 	// Timeout bounds one refresh. Zero value: Interval.
 	Timeout time.Duration
@@ -54,7 +54,7 @@ type GapMetricsOptions struct {
 }
 
 // EnsureDefaults fills in zero values.
-func (o *GapMetricsOptions) EnsureDefaults() {
+func (o *Options) EnsureDefaults() {
 	if o.Reference == "" {
 		o.Reference = coverage.RawSink
 	}
@@ -76,29 +76,29 @@ func (o *GapMetricsOptions) EnsureDefaults() {
 }
 
 // Validate reports unusable options.
-func (o *GapMetricsOptions) Validate() error {
+func (o *Options) Validate() error {
 	switch {
 	case o.Table == nil:
-		return errors.New("mirror: GapMetricsOptions.Table is nil: open the coverage table with iceberg.Open")
+		return errors.New("gapmetrics: Options.Table is nil: open the coverage table with iceberg.Open")
 	case o.Interval < 0 || o.Timeout < 0:
-		return errors.New("mirror: GapMetricsOptions.Interval and Timeout must not be negative")
+		return errors.New("gapmetrics: Options.Interval and Timeout must not be negative")
 	case o.MaxSinks < 0:
-		return errors.New("mirror: GapMetricsOptions.MaxSinks must not be negative")
+		return errors.New("gapmetrics: Options.MaxSinks must not be negative")
 	}
 	return nil
 }
 
 // SinkGaps is one sink's gaps in the durable table as of a refresh. For the
-// reference they are its own holes (Plan's verify-reference tasks).
+// reference they are its own holes (recovery.Plan's verify-reference tasks).
 type SinkGaps struct {
 	Gaps           uint64 // maximal missing ranges
 	MissingBatches uint64 // batches in them, saturating at 2^64-1
 	// OldestSince is when the oldest gap was first known to exist; zero
-	// without gaps. See GapMetrics for what "known" means.
+	// without gaps. See Metrics for what "known" means.
 	OldestSince time.Time
 }
 
-// GapMetrics is a Prometheus collector of every sink's gaps in the durable
+// Metrics is a Prometheus collector of every sink's gaps in the durable
 // coverage table, refreshed by Run on an interval (or by Refresh). A failed
 // refresh is logged and counted and the last good values stay exported, with
 // the time of the last success, so that a flapping catalog does not blank
@@ -114,8 +114,8 @@ type SinkGaps struct {
 // the earliest row over a gap, so the second bound is what keeps a stuck
 // gap ageing across compactions; a gap whose start moves (a replay in
 // progress, a sink that lags but writes) starts over.
-type GapMetrics struct {
-	opts GapMetricsOptions
+type Metrics struct {
+	opts Options
 
 	refreshMu                        sync.Mutex           // one refresh at a time
 	seen                             map[gapKey]time.Time // first seen, per current gap; guarded by refreshMu
@@ -132,18 +132,18 @@ type gapKey struct {
 	start uint64
 }
 
-// NewGapMetrics returns the collector; nothing is read until Refresh or Run.
-func NewGapMetrics(opts GapMetricsOptions) (*GapMetrics, error) {
+// New returns the collector; nothing is read until Refresh or Run.
+func New(opts Options) (*Metrics, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &GapMetrics{opts: opts, seen: map[gapKey]time.Time{}, sinks: map[string]SinkGaps{}, exported: map[string]SinkGaps{}}, nil
+	return &Metrics{opts: opts, seen: map[gapKey]time.Time{}, sinks: map[string]SinkGaps{}, exported: map[string]SinkGaps{}}, nil
 }
 
 // Run refreshes at once and then every Interval until ctx is done, then
 // returns nil. Failures are logged and counted, never fatal.
-func (g *GapMetrics) Run(ctx context.Context) error {
+func (g *Metrics) Run(ctx context.Context) error {
 	ticker := time.NewTicker(g.opts.Interval)
 	defer ticker.Stop()
 	for {
@@ -161,7 +161,7 @@ func (g *GapMetrics) Run(ctx context.Context) error {
 
 // Refresh reads the table once and replaces the exported values, or, on
 // error, counts the failure and keeps them.
-func (g *GapMetrics) Refresh(ctx context.Context) error {
+func (g *Metrics) Refresh(ctx context.Context) error {
 	g.refreshMu.Lock()
 	defer g.refreshMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
@@ -174,7 +174,7 @@ func (g *GapMetrics) Refresh(ctx context.Context) error {
 	if err != nil {
 		g.failures++
 		g.consecutive++
-		return fmt.Errorf("mirror: gap metrics of %s: %w", g.opts.Table.Name(), err)
+		return fmt.Errorf("gapmetrics: refreshing the gaps of %s: %w", g.opts.Table.Name(), err)
 	}
 	g.refreshes++
 	g.consecutive = 0
@@ -184,7 +184,7 @@ func (g *GapMetrics) Refresh(ctx context.Context) error {
 }
 
 // OtherSinks labels the series summing the sinks past
-// GapMetricsOptions.MaxSinks.
+// Options.MaxSinks.
 const OtherSinks = "(other)"
 
 // capSinks keeps the reference and the max sinks with the most missing
@@ -221,8 +221,8 @@ func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string
 			out[name] = s
 			continue
 		}
-		other.Gaps = AddSaturating(other.Gaps, s.Gaps)
-		other.MissingBatches = AddSaturating(other.MissingBatches, s.MissingBatches)
+		other.Gaps = coverage.AddSaturating(other.Gaps, s.Gaps)
+		other.MissingBatches = coverage.AddSaturating(other.MissingBatches, s.MissingBatches)
 		if !s.OldestSince.IsZero() && (other.OldestSince.IsZero() || s.OldestSince.Before(other.OldestSince)) {
 			other.OldestSince = s.OldestSince
 		}
@@ -232,7 +232,7 @@ func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string
 }
 
 // Sinks returns the values of the last successful refresh, per sink.
-func (g *GapMetrics) Sinks() map[string]SinkGaps {
+func (g *Metrics) Sinks() map[string]SinkGaps {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make(map[string]SinkGaps, len(g.sinks))
@@ -265,7 +265,7 @@ var gapDescs = map[string]*prometheus.Desc{
 }
 
 // Describe implements prometheus.Collector.
-func (g *GapMetrics) Describe(ch chan<- *prometheus.Desc) {
+func (g *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range gapDescs {
 		ch <- d
 	}
@@ -273,7 +273,7 @@ func (g *GapMetrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. Ages are computed now, so they
 // keep growing between refreshes (and while refreshes fail).
-func (g *GapMetrics) Collect(ch chan<- prometheus.Metric) {
+func (g *Metrics) Collect(ch chan<- prometheus.Metric) {
 	now := g.opts.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()

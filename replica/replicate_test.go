@@ -1,4 +1,4 @@
-package mirror_test
+package replica_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // TestReplicateMirrorsNeverLeads: a primary (here the coverage table of
@@ -44,21 +44,21 @@ func TestReplicateMirrorsNeverLeads(t *testing.T) {
 			}
 		}
 	})
-	opts := mirror.ReplicateOptions{Writer: "mirror-job"}
+	opts := replica.Options{Writer: "mirror-job"}
 	for range 4 {
-		if _, err := mirror.Replicate(ctx, primary, table, opts); err != nil {
+		if _, err := replica.Replicate(ctx, primary, table, opts); err != nil {
 			t.Fatal(err)
 		}
 		checkSubset(t, "during the appends", table, primary)
 	}
 	wg.Wait()
-	res, err := mirror.Replicate(ctx, primary, table, opts)
+	res, err := replica.Replicate(ctx, primary, table, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSubset(t, "after the appends", table, primary)
 	checkSubset(t, "after the appends (the other way)", primary, table)
-	again, err := mirror.Replicate(ctx, primary, table, opts)
+	again, err := replica.Replicate(ctx, primary, table, opts)
 	if err != nil || again.Replaced != 0 || again.Unchanged != res.Sinks {
 		t.Fatalf("a second run with nothing new: %+v, %v; want every sink unchanged", again, err)
 	}
@@ -88,7 +88,7 @@ func checkSubset(t *testing.T, what string, a, b durable.Tier) {
 // panic; the schedule refuses it before touching either store.
 func TestReplicateEveryRefusesANonPositiveInterval(t *testing.T) {
 	for _, every := range []time.Duration{0, -time.Minute} {
-		if err := mirror.ReplicateEvery(context.Background(), nil, nil, every, mirror.ReplicateOptions{Writer: "w"}); err == nil {
+		if err := replica.ReplicateEvery(context.Background(), nil, nil, every, replica.Options{Writer: "w"}); err == nil {
 			t.Fatalf("interval %s accepted", every)
 		}
 	}

@@ -1,4 +1,4 @@
-package mirror_test
+package replica_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // A row of sink "other" that another engine filed under lake's key makes
@@ -26,8 +26,8 @@ func TestReplicateGoesOnPastACorruptSink(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := mirror.ReplicateOptions{Writer: "mirror-job"}
-	if _, err := mirror.Replicate(ctx, primary, table, opts); err != nil {
+	opts := replica.Options{Writer: "mirror-job"}
+	if _, err := replica.Replicate(ctx, primary, table, opts); err != nil {
 		t.Fatal(err)
 	}
 	row := tabletest.Valid("other", "orders", 0, 0, 5)
@@ -42,12 +42,12 @@ func TestReplicateGoesOnPastACorruptSink(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := mirror.Replicate(ctx, primary, table, opts)
+	res, err := replica.Replicate(ctx, primary, table, opts)
 	t.Logf("Replicate: %+v, %v", res, err)
 	if !errors.Is(err, coverage.ErrCorrupt) || res.Corrupt != 1 || res.Replaced != 1 {
 		t.Errorf("Replicate: %+v, %v; want lake left as corrupt (ErrCorrupt) and search replaced", res, err)
 	}
-	got, cerr := table.Coverage(ctx, iceberg.Filter{Sink: "search"})
+	got, cerr := table.Coverage(ctx, durable.Filter{Sink: "search"})
 	if cerr != nil {
 		t.Fatal(cerr)
 	}

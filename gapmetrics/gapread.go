@@ -1,4 +1,4 @@
-package mirror
+package gapmetrics
 
 // Reading the coverage table for the gap metrics: every row with its
 // recorded_at, from which a gap's age is measured.
@@ -6,14 +6,15 @@ package mirror
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // row is one row of the coverage table, as far as ages need it.
@@ -23,7 +24,7 @@ type row struct {
 	at         time.Time
 }
 
-func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
+func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	tbl, err := g.opts.Table.Load(ctx)
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	if g.opts.Extents != nil {
 		extents = g.opts.Extents()
 	}
-	tasks, err := planOf(all, PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents})
+	tasks, err := recovery.PlanCoverage(all, recovery.PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents})
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	}
 	seen := make(map[gapKey]time.Time, len(tasks))
 	for _, task := range tasks { // one task per maximal gap: MaxBatches is 0
-		tp := TopicPartition{task.Destination.Topic, task.Destination.Partition}
+		tp := recovery.TopicPartition{Topic: task.Destination.Topic, Partition: task.Destination.Partition}
 		since := evidence(rows[tp], task, g.opts.Reference, now)
 		key := gapKey{task.Destination, task.Range.Start}
 		if first, ok := g.seen[key]; ok && first.Before(since) {
@@ -59,7 +60,7 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 		seen[key] = since
 		s := out[task.Destination.Sink]
 		s.Gaps++
-		s.MissingBatches = AddSaturating(s.MissingBatches, task.Range.Len())
+		s.MissingBatches = coverage.AddSaturating(s.MissingBatches, task.Range.Len())
 		if s.OldestSince.IsZero() || since.Before(s.OldestSince) {
 			s.OldestSince = since
 		}
@@ -71,9 +72,9 @@ func (g *GapMetrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 
 // evidence is the earliest recorded_at at which the table showed task's gap
 // (rows sorted by start), or now if no row does.
-func evidence(rows []row, task Task, reference string, now time.Time) time.Time {
+func evidence(rows []row, task recovery.Task, reference string, now time.Time) time.Time {
 	s, e := task.Range.Start, task.Range.End
-	if task.Kind == KindVerifyReference {
+	if task.Kind == recovery.KindVerifyReference {
 		// A hole shows once rows lie on both sides of (or over) it: some
 		// row starting below its end and some row ending above its start.
 		below, above := now, now
@@ -103,22 +104,12 @@ func evidence(rows []row, task Task, reference string, now time.Time) time.Time 
 	return since
 }
 
-// AddSaturating is a+b, or math.MaxUint64 where the sum would wrap: a
-// count of missing batches that wrapped would show a huge loss as a small
-// one.
-func AddSaturating(a, b uint64) uint64 {
-	if a > math.MaxUint64-b {
-		return math.MaxUint64
-	}
-	return a + b
-}
-
 // readRows reads every row of the table: the merged coverage per
 // destination, as iceberg.ReadCoverage does, and the rows with their
 // recorded_at per partition, sorted by start.
-func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[TopicPartition][]row, error) {
-	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[TopicPartition][]row{}
-	err := iceberg.ReadRows(ctx, tbl, iceberg.Filter{}, true, func(r iceberg.Row) error {
+func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*coverage.RangeSet, map[recovery.TopicPartition][]row, error) {
+	all, rows := map[coverage.Destination]*coverage.RangeSet{}, map[recovery.TopicPartition][]row{}
+	err := iceberg.ReadRows(ctx, tbl, durable.Filter{}, true, func(r iceberg.Row) error {
 		d := r.Destination
 		set := all[d]
 		if set == nil {
@@ -128,7 +119,7 @@ func readRows(ctx context.Context, tbl *table.Table) (map[coverage.Destination]*
 		if err := set.Add(r.Range); err != nil {
 			return err
 		}
-		tp := TopicPartition{d.Topic, d.Partition}
+		tp := recovery.TopicPartition{Topic: d.Topic, Partition: d.Partition}
 		rows[tp] = append(rows[tp], row{sink: d.Sink, start: r.Range.Start, end: r.Range.End, at: r.RecordedAt})
 		return nil
 	})

@@ -1,4 +1,4 @@
-package mirror_test
+package replica_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // When one destination of a sink grows, Replicate rewrites the sink's rows;
@@ -26,8 +26,8 @@ func TestReplicateKeepsTimesOfIdleDestinations(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := mirror.ReplicateOptions{Writer: "mirror-job"}
-	if _, err := mirror.Replicate(ctx, primary, table, opts); err != nil {
+	opts := replica.Options{Writer: "mirror-job"}
+	if _, err := replica.Replicate(ctx, primary, table, opts); err != nil {
 		t.Fatal(err)
 	}
 	idleAt := func() time.Time {
@@ -36,7 +36,7 @@ func TestReplicateKeepsTimesOfIdleDestinations(t *testing.T) {
 			t.Fatal(err)
 		}
 		var at time.Time
-		if err := iceberg.ReadRows(ctx, loaded, iceberg.Filter{}, true, func(r iceberg.Row) error {
+		if err := iceberg.ReadRows(ctx, loaded, durable.Filter{}, true, func(r iceberg.Row) error {
 			if r.Destination == p1 && r.RecordedAt.After(at) {
 				at = r.RecordedAt
 			}
@@ -54,7 +54,7 @@ func TestReplicateKeepsTimesOfIdleDestinations(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mirror.Replicate(ctx, primary, table, opts); err != nil {
+	if _, err := replica.Replicate(ctx, primary, table, opts); err != nil {
 		t.Fatal(err)
 	}
 	if after := idleAt(); !after.Equal(before) {

@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"fmt"
@@ -62,7 +62,7 @@ func ReferenceHoles(ref *coverage.RangeSet, sinks coverage.Range, extent coverag
 func extentsByPartition(es []coverage.Extent) (map[TopicPartition]coverage.Extent, error) {
 	valid, err := coverage.ValidateExtents(es)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: source extents: %w", err)
+		return nil, fmt.Errorf("recovery: source extents: %w", err)
 	}
 	out := make(map[TopicPartition]coverage.Extent, len(valid))
 	for _, e := range valid {

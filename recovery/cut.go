@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 // How a plan is cut to task size and to its task limit.
 
@@ -65,7 +65,7 @@ func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
 		for k, c := range live {
 			if maxTasks > 0 && len(out) == maxTasks {
 				sortTasks(out)
-				return out, fmt.Errorf("mirror: plan: %w: these are %d tasks, taken in turn from every destination with work, and %s batches more are planned after them: recover these and plan again",
+				return out, fmt.Errorf("recovery: plan: %w: these are %d tasks, taken in turn from every destination with work, and %s batches more are planned after them: recover these and plan again",
 					ErrPlanTruncated, maxTasks, batchesLeft(append(kept, live[k:]...)))
 			}
 			out = append(out, c.take(maxBatches))

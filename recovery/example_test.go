@@ -1,4 +1,4 @@
-package mirror_test
+package recovery_test
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 	"os"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // A rebalancing owner of orders/0 hands Resume the broker's committed
@@ -39,13 +40,13 @@ func ExampleResume() {
 	}
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 10, End: 20}}
-	if err := table.Append(ctx, iceberg.Commit{Name: "pod-a/1", Writer: "pod-a", Ranges: []coverage.DestinationRanges{
+	if err := table.Append(ctx, durable.Checkpoint{Name: "pod-a/1", Writer: "pod-a", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		log.Fatal(err)
 	}
 	acked := []coverage.Extent{{Topic: "orders", Partition: 0, End: 20}} // the broker's committed position
 	for _, extents := range [][]coverage.Extent{nil, acked} {
-		assignments, err := mirror.Resume(ctx, table, "orders", 0, mirror.ResumeOptions{Sinks: []string{"lake"}, Extents: extents})
+		assignments, err := recovery.Resume(ctx, table, "orders", 0, recovery.ResumeOptions{Sinks: []string{"lake"}, Extents: extents})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mirror
+package recovery
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/testseed"
 )
 
@@ -376,7 +376,7 @@ func TestPlanModel(t *testing.T) {
 	for round := range 500 {
 		m := randomModel(r)
 		maxBatches := 1 + r.Uint64N(20)
-		tasks, err := planOf(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, Extents: m.extents()})
+		tasks, err := PlanCoverage(m.sets(t), PlanOptions{Reference: coverage.RawSink, MaxBatches: maxBatches, Extents: m.extents()})
 		if err != nil {
 			var nre *NoReferenceError
 			if errors.As(err, &nre) && !slices.ContainsFunc(nre.Sinks, func(s string) bool { return s == coverage.RawSink }) {
@@ -448,7 +448,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	e := newEnv(t)
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 3, End: 10}}
-	if err := e.table.Append(ctx, iceberg.Commit{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
+	if err := e.table.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if got := as[1].Replay; len(got) != 0 {
 		t.Fatalf("resume: lake's replay %v before raw's [0,3) is verified, want none", got)
 	}
-	if err := e.table.Append(ctx, iceberg.Commit{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
+	if err := e.table.Append(ctx, durable.Checkpoint{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: []coverage.Range{rg(0, 3)}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestPlanCapsItsTasks(t *testing.T) {
 	}
 	all := map[coverage.Destination]*coverage.RangeSet{raw: &set}
 	for _, maxTasks := range []int{1, 7, 100_000} {
-		tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: 10_000, MaxTasks: maxTasks})
+		tasks, err := PlanCoverage(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: 10_000, MaxTasks: maxTasks})
 		if !errors.Is(err, ErrPlanTruncated) || len(tasks) != maxTasks {
 			t.Fatalf("max %d tasks: %d tasks, err %v; want %d and ErrPlanTruncated", maxTasks, len(tasks), err, maxTasks)
 		}
@@ -587,7 +587,7 @@ func TestPlanCapsItsTasks(t *testing.T) {
 		}
 	}
 	// Tasks as large as the gaps need no cap: one task per gap.
-	tasks, err := planOf(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: math.MaxUint64, MaxTasks: -1})
+	tasks, err := PlanCoverage(all, PlanOptions{Reference: coverage.RawSink, MaxBatches: math.MaxUint64, MaxTasks: -1})
 	if err != nil || len(tasks) != 1 || tasks[0].Range != rg(1, far) {
 		t.Fatalf("unbounded tasks: %v, %v; want the one hole [1,%d)", tasks, err, far)
 	}

@@ -1,4 +1,4 @@
-package mirror_test
+package replica_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/tabletest"
 	"github.com/covmirror/covmirror/internal/testseed"
-	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/replica"
 )
 
 // TestReplicateRacesAppendsAndCompaction: sink objects take checkpoints
@@ -61,9 +61,9 @@ func TestReplicateRacesAppendsAndCompaction(t *testing.T) {
 	var raced, compacted sync.Map
 	for job := range 2 {
 		wg.Go(func() {
-			opts := mirror.ReplicateOptions{Writer: fmt.Sprintf("mirror-%d", job)}
+			opts := replica.Options{Writer: fmt.Sprintf("mirror-%d", job)}
 			for run := 0; ; run++ {
-				res, err := mirror.Replicate(ctx, primary, table, opts)
+				res, err := replica.Replicate(ctx, primary, table, opts)
 				if err != nil {
 					t.Errorf("replicate job %d run %d: %v", job, run, err)
 					return
@@ -100,7 +100,7 @@ func TestReplicateRacesAppendsAndCompaction(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if _, err := mirror.Replicate(ctx, primary, table, mirror.ReplicateOptions{Writer: "final"}); err != nil {
+	if _, err := replica.Replicate(ctx, primary, table, replica.Options{Writer: "final"}); err != nil {
 		t.Fatal(err)
 	}
 	if msg := subsetMsg(ctx, table, primary) + subsetMsg(ctx, primary, table); msg != "" {

@@ -1,4 +1,4 @@
-package mirror
+package replica
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 )
 
-// ReplicateOptions configures Replicate. Zero values are documented
+// Options configures Replicate. Zero values are documented
 // defaults.
-type ReplicateOptions struct {
+type Options struct {
 	// Writer names the replicating process in the table's snapshot
 	// summaries. Required.
 	Writer string
@@ -29,22 +29,22 @@ type ReplicateOptions struct {
 }
 
 // EnsureDefaults fills in zero values.
-func (o *ReplicateOptions) EnsureDefaults() {
+func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
 // Validate reports unusable options.
-func (o *ReplicateOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.Writer == "" {
-		return errors.New("mirror: replicate: ReplicateOptions.Writer is empty: name the replicating process")
+		return errors.New("replica: replicate: Options.Writer is empty: name the replicating process")
 	}
 	return nil
 }
 
-// ReplicateResult counts what Replicate did.
-type ReplicateResult struct {
+// Result counts what Replicate did.
+type Result struct {
 	Sinks     int `json:"sinks"`     // sinks in the primary
 	Replaced  int `json:"replaced"`  // sinks whose rows in the table were replaced
 	Unchanged int `json:"unchanged"` // sinks the table already mirrored exactly
@@ -63,8 +63,8 @@ type ReplicateResult struct {
 // whose files hold a row that is not a valid row of it (another engine's)
 // is left as it is and counted as Corrupt, and the others are mirrored; the
 // error then wraps coverage.ErrCorrupt for each such sink.
-func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, opts ReplicateOptions) (ReplicateResult, error) {
-	var res ReplicateResult
+func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, opts Options) (Result, error) {
+	var res Result
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return res, err
@@ -72,11 +72,11 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 	logger := opts.Logger
 	tbl, err := table.Load(ctx)
 	if err != nil {
-		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+		return res, fmt.Errorf("replica: replicate into %s: %w", table.Name(), err)
 	}
 	tasksOf, err := iceberg.DataFilesBySink(ctx, tbl)
 	if err != nil {
-		return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+		return res, fmt.Errorf("replica: replicate into %s: %w", table.Name(), err)
 	}
 	filesOf := map[string][]ice.DataFile{}
 	for sink, tasks := range tasksOf {
@@ -88,7 +88,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 	// written is at most what it holds.
 	all, err := primary.Coverage(ctx, durable.Filter{})
 	if err != nil {
-		return res, fmt.Errorf("mirror: replicate from %s: %w", primary.Name(), err)
+		return res, fmt.Errorf("replica: replicate from %s: %w", primary.Name(), err)
 	}
 	bySink := map[string]map[coverage.Destination]*coverage.RangeSet{}
 	for d, set := range all {
@@ -113,17 +113,17 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 			// other sinks need not wait for it to be removed.
 			res.Corrupt++
 			logger.Error("a sink's rows in the table are left as they are: its files hold a row that is not a valid row of it", "table", table.Name(), "sink", sink, "err", err)
-			corrupt = append(corrupt, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err))
+			corrupt = append(corrupt, fmt.Errorf("replica: replicate: reading sink %s of %s: %w", sink, table.Name(), err))
 			continue
 		}
 		if err != nil {
-			return res, fmt.Errorf("mirror: replicate: reading sink %s of %s: %w", sink, table.Name(), err)
+			return res, fmt.Errorf("replica: replicate: reading sink %s of %s: %w", sink, table.Name(), err)
 		}
 		if sameCoverage(have, want) {
 			res.Unchanged++
 			continue
 		}
-		c := iceberg.Commit{Name: "mirror/" + randomName(), Writer: opts.Writer}
+		c := durable.Checkpoint{Name: "mirror/" + randomName(), Writer: opts.Writer}
 		for _, d := range slices.SortedFunc(maps.Keys(want), coverage.Destination.Compare) {
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: want[d].Ranges()})
 		}
@@ -138,12 +138,12 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 			continue
 		}
 		if err != nil {
-			return res, fmt.Errorf("mirror: replicate sink %s into %s: %w", sink, table.Name(), err)
+			return res, fmt.Errorf("replica: replicate sink %s into %s: %w", sink, table.Name(), err)
 		}
 		res.Replaced++
 		logger.Info("sink mirrored", "table", table.Name(), "sink", sink, "destinations", len(want))
 		if tbl, err = table.Load(ctx); err != nil {
-			return res, fmt.Errorf("mirror: replicate into %s: %w", table.Name(), err)
+			return res, fmt.Errorf("replica: replicate into %s: %w", table.Name(), err)
 		}
 	}
 	return res, errors.Join(corrupt...)
@@ -153,7 +153,7 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 // the recorded_at it has there; the others (grown, or new) are recorded at
 // the rewrite's time. Rewriting a sink whose one destination grew then
 // leaves the others' lag and gap ages as they were.
-func keptTimes(c iceberg.Commit, have map[coverage.Destination]*coverage.RangeSet, haveTimes iceberg.RecordedAt) iceberg.RecordedAt {
+func keptTimes(c durable.Checkpoint, have map[coverage.Destination]*coverage.RangeSet, haveTimes iceberg.RecordedAt) iceberg.RecordedAt {
 	times := iceberg.RecordedAt{}
 	for _, dr := range c.Ranges {
 		set := have[dr.Destination]
@@ -199,9 +199,9 @@ func randomName() string {
 // next one; it never stops the job. It returns nil when ctx ends, and an
 // error, replicating nothing, for an interval that is not positive or
 // options Replicate refuses.
-func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Table, every time.Duration, opts ReplicateOptions) error {
+func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Table, every time.Duration, opts Options) error {
 	if every <= 0 {
-		return fmt.Errorf("mirror: replicating on a schedule needs a positive interval, not %s", every)
+		return fmt.Errorf("replica: replicating on a schedule needs a positive interval, not %s", every)
 	}
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {

@@ -1,0 +1,227 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const module = "github.com/covmirror/covmirror"
+
+// testOnly are the packages that exist for tests: no production package
+// imports them (they import each other). coveragetest and durabletest are
+// conformance suites an outside backend's tests import too; they are
+// allowed in test files only, like the rest.
+var testOnly = []string{
+	"coverage/coveragetest",
+	"durable/durabletest",
+	"internal/browsertest",
+	"internal/catalogtest",
+	"internal/childproc",
+	"internal/gapspec",
+	"internal/pipelinetest",
+	"internal/scale",
+	"internal/seaweedtest",
+	"internal/tabletest",
+	"internal/testseed",
+}
+
+// tiers are the concrete durable tiers.
+var tiers = []string{"iceberg", "object", "postgres"}
+
+// pkg is what the rules read of one package.
+type pkg struct {
+	ImportPath   string
+	Imports      []string // non-test files' imports
+	Deps         []string // non-test files' transitive dependencies
+	TestImports  []string
+	XTestImports []string
+	Error        *struct{ Err string }
+}
+
+var (
+	graphOnce sync.Once
+	graph     map[string]*pkg // by path relative to the module ("" for the root)
+	graphErr  error
+)
+
+// packages lists the module's packages once per test binary.
+func packages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	graphOnce.Do(func() { graph, graphErr = list() })
+	if graphErr != nil {
+		t.Fatal(graphErr)
+	}
+	return graph
+}
+
+func list() (map[string]*pkg, error) {
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps,TestImports,XTestImports,Error", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.New("go list ./... in the module root: " + err.Error() + ": " + stderr.String())
+	}
+	all := map[string]*pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		p := new(pkg)
+		if err := dec.Decode(p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, errors.New("decoding go list's output: " + err.Error())
+		}
+		if p.Error != nil {
+			return nil, errors.New("go list " + p.ImportPath + ": " + p.Error.Err)
+		}
+		all[rel(p.ImportPath)] = p
+	}
+	return all, nil
+}
+
+// rel is path relative to the module, or path itself outside it.
+func rel(path string) string {
+	if path == module {
+		return ""
+	}
+	if r, ok := strings.CutPrefix(path, module+"/"); ok {
+		return r
+	}
+	return path
+}
+
+func internalTo(path string) bool { return path == module || strings.HasPrefix(path, module+"/") }
+
+// get is the package at path relative to the module; the test fails if the
+// module has none, so a rule never silently checks a package that moved.
+func get(t *testing.T, path string) *pkg {
+	t.Helper()
+	p, ok := packages(t)[path]
+	if !ok {
+		t.Fatalf("the module has no package %s: update the import rules", path)
+	}
+	return p
+}
+
+// only fails for every covmirror package path imports directly that is
+// not in allowed.
+func only(t *testing.T, path string, allowed ...string) {
+	t.Helper()
+	for _, imp := range get(t, path).Imports {
+		if internalTo(imp) && !slices.Contains(allowed, rel(imp)) {
+			t.Errorf("%s imports %s: it may import only %s of covmirror's packages", path, imp, orNothing(allowed))
+		}
+	}
+}
+
+// never fails once for each forbidden path (a covmirror package relative to
+// the module, or a full path) that path depends on, transitively, in its
+// non-test files: the dependency itself or one below it. The message names
+// the direct imports it comes through.
+func never(t *testing.T, path, why string, forbidden ...string) {
+	t.Helper()
+	p := get(t, path)
+	all := packages(t)
+	for _, f := range forbidden {
+		if !strings.Contains(f, ".") {
+			f = module + "/" + f
+		}
+		under := func(dep string) bool { return dep == f || strings.HasPrefix(dep, f+"/") }
+		i := slices.IndexFunc(p.Deps, under)
+		if i < 0 {
+			continue
+		}
+		var through []string
+		for _, imp := range p.Imports {
+			if q, ok := all[rel(imp)]; under(imp) || (ok && internalTo(imp) && slices.ContainsFunc(q.Deps, under)) {
+				through = append(through, imp)
+			}
+		}
+		t.Errorf("%s depends on %s through its import of %s (%s)", path, p.Deps[i], orNothing(through), why)
+	}
+}
+
+func orNothing(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// TestLayering: the model, the tier interface and the checkpointer import
+// only what lies below them.
+func TestLayering(t *testing.T) {
+	only(t, "coverage", "internal/wirejson")
+	only(t, "durable", "coverage")
+	// internal/backoff is the retry schedule the tiers share, no tier.
+	only(t, "mirror", "coverage", "durable", "local", "internal/backoff")
+	only(t, "recovery", "coverage", "durable")
+}
+
+// TestNoConcreteTier: the checkpointer and the planner work on any
+// durable.Tier, so neither reaches a concrete one, even through another
+// package.
+func TestNoConcreteTier(t *testing.T) {
+	for _, p := range []string{"mirror", "recovery"} {
+		never(t, p, "it must work on any durable.Tier", tiers...)
+	}
+	never(t, "sidecar", "the sidecar takes its tiers as durable.Tier", "iceberg")
+}
+
+// TestQueriesLinkNoPebble: every query links the queries package, which
+// has no use for the pod-local tier's storage engine.
+func TestQueriesLinkNoPebble(t *testing.T) {
+	never(t, "queries", "the queries read durable tiers only", "github.com/cockroachdb/pebble")
+}
+
+// TestDuckDBOnlyInQueriesAndCmd: DuckDB is cgo; the libraries a pipeline
+// embeds must build without it.
+func TestDuckDBOnlyInQueriesAndCmd(t *testing.T) {
+	for path, p := range packages(t) {
+		if path == "queries" || path == "cmd" || strings.HasPrefix(path, "cmd/") {
+			continue
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if strings.HasPrefix(imp, "github.com/duckdb/") {
+				t.Errorf("%s imports %s: DuckDB is imported only by queries and cmd/...", path, imp)
+			}
+		}
+	}
+}
+
+// TestTestPackagesStayInTests: no production file imports a package that
+// exists for tests; test-only packages may import each other.
+func TestTestPackagesStayInTests(t *testing.T) {
+	all := packages(t)
+	for _, p := range testOnly {
+		get(t, p) // the list names packages that exist
+	}
+	for path, p := range all {
+		if slices.Contains(testOnly, path) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if slices.Contains(testOnly, rel(imp)) {
+				t.Errorf("%s imports %s in a non-test file: it exists for tests only", path, imp)
+			}
+		}
+	}
+}
+
+// TestBinaryLinksNoTestPackages: the covmirror binary links no simulation
+// or fault injection.
+func TestBinaryLinksNoTestPackages(t *testing.T) {
+	// The demo still runs the simulated pipeline of internal/sim; this rule
+	// holds once the demo's pipeline moves out of it.
+	t.Skip("until demo leaves internal/sim")
+	never(t, "cmd/covmirror", "test machinery in the shipped binary", "internal/sim", "internal/faultio")
+}
