@@ -107,7 +107,7 @@ lint: ## gofmt check, go vet and staticcheck, with and without the build tags
 rewrite: ## regenerate every datadriven file (review the diff)
 	$(GO) test ./coverage -run DataDriven -rewrite
 	$(GO) test ./cmd/covmirror -run Transcripts -rewrite
-	$(GO) test ./mirror -run GapSpec -rewrite
+	$(GO) test ./recovery -run GapSpec -rewrite
 	$(GO) test -count=1 ./queries ./postgres -run GapSpec
 
 ci: lint test-slow test-integration ## lint, test-slow, test-integration: what .ci/run runs
