@@ -19,6 +19,7 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/queries"
+	"github.com/covmirror/covmirror/tier"
 )
 
 // haveDuckDB: this build runs the canned queries.
@@ -75,9 +76,9 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *from != fromPrimary && *from != fromTable {
 		return usageError{fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
 	}
-	readsPrimary := !g.primaryIsTable() && *from == fromPrimary
+	readsPrimary := !g.tier.TableIsPrimary() && *from == fromPrimary
 	if readsPrimary && *binding != "" {
-		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.durable)}
+		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.tier.Kind)}
 	}
 	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
 		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
@@ -93,7 +94,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if !*printSQL {
 			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.postgres.schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
+		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
 		if err != nil {
 			return usageError{fmt.Errorf("query: %w", err)}
 		}
@@ -111,22 +112,22 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents}
 	var db *queries.DB
 	if readsPrimary {
-		tier, closer, err := g.openPrimary(ctx, false)
+		primary, closer, err := tier.Open(ctx, g.tier, false)
 		if err != nil {
 			return err
 		}
-		db, err = queries.OpenTier(ctx, tier, queries.Options{})
+		db, err = queries.OpenTier(ctx, primary, queries.Options{})
 		_ = closer.Close() // read once: DuckDB holds the rows
 		if err != nil {
 			return err
 		}
 	} else {
-		table, err := g.openTable(ctx)
+		table, err := tier.OpenTable(ctx, g.tier)
 		if err != nil {
 			return err
 		}
-		if !g.primaryIsTable() {
-			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of %s: it lags them by what `covmirror mirror` has not copied yet\n", table.Name(), g.primaryNoun())
+		if !g.tier.TableIsPrimary() {
+			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the replica of %s: it lags them by what `covmirror replicate` has not copied yet\n", table.Name(), g.tier.Noun())
 		}
 		db, err = queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
 		if err != nil {
