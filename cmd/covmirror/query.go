@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,50 +138,11 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	}
 	switch {
 	case *asJSON:
-		return writeJSON(g, res)
+		return res.WriteJSON(g.stdout)
 	case *asCSV:
-		return writeCSV(g, res)
+		return res.WriteCSV(g.stdout)
 	}
-	return writeTable(g.stdout, res.Columns, res.Rows)
-}
-
-// writeJSON prints an array of objects whose keys keep the columns' order.
-func writeJSON(g *globals, res *queries.Result) error {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for r, row := range res.Rows {
-		if r > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('{')
-		for i, col := range res.Columns {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(col)
-			v, err := json.Marshal(row[i])
-			if err != nil {
-				return fmt.Errorf("query: column %s: %w", col, err)
-			}
-			b.Write(k)
-			b.WriteByte(':')
-			b.Write(v)
-		}
-		b.WriteByte('}')
-	}
-	b.WriteString("]\n")
-	_, err := g.stdout.Write(b.Bytes())
-	return err
-}
-
-func writeCSV(g *globals, res *queries.Result) error {
-	w := csv.NewWriter(g.stdout)
-	_ = w.Write(res.Columns)
-	for _, row := range res.Rows {
-		_ = w.Write(cells(row))
-	}
-	w.Flush()
-	return w.Error()
+	return res.WriteTable(g.stdout, "")
 }
 
 // showGaps prints the gaps query over the primary, for the demo; over
@@ -207,7 +165,7 @@ func showGaps(ctx context.Context, w io.Writer, primary durable.Tier, over strin
 		return err
 	}
 	fmt.Fprintf(w, "   covmirror query gaps (DuckDB over %s):\n", over)
-	return writeIndentedTable(w, res.Columns, res.Rows)
+	return res.WriteTable(w, "   ")
 }
 
 // partitionFlag is an optional partition: a non-negative 32-bit integer,

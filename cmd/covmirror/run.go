@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/settings"
@@ -129,7 +128,7 @@ func run(ctx context.Context, g *globals, args []string) error {
 	g.logger, g.tier.Logger = logger, logger
 	g.starts = map[string]uint64{}
 	for topic, n := range g.set.Map("start") {
-		g.starts[topic], _ = parseStart(n) // checked by addStart
+		g.starts[topic], _ = coverage.ParseStart(topic, n) // checked by addStart
 	}
 	if fs.NArg() == 0 {
 		usage(stderr, fs)
@@ -148,15 +147,6 @@ func run(ctx context.Context, g *globals, args []string) error {
 		return usageError{fmt.Errorf("unknown command %q (try covmirror --help)", name)}
 	}
 	return cmd.run(ctx, g, fs.Args()[1:])
-}
-
-// parseStart reads a declared stream start: a batch id.
-func parseStart(n string) (uint64, error) {
-	v, err := strconv.ParseUint(n, 10, 64)
-	if err == nil && v > coverage.MaxBatchEnd {
-		err = strconv.ErrRange
-	}
-	return v, err
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {

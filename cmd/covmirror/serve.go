@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/pod"
@@ -32,7 +29,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if every == 0 {
 		every = pod.Never
 	}
-	sources, err := parseSources(set.Map("source"))
+	sources, err := coverage.ParseSources(set.Map("source"))
 	if err != nil {
 		return usageError{fmt.Errorf("serve: %w", err)}
 	}
@@ -44,11 +41,9 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 	}
-	p, err := pod.Start(ctx, opts)
-	if errors.Is(err, sidecar.ErrNotLoopback) {
-		return usageError{fmt.Errorf("serve: %w", err)}
-	} else if err != nil {
-		return err
+	p, err := pod.Start(ctx, opts) // an --addr others reach without a token: exit status 2
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	tcp := p.Addr()
 	fmt.Fprintf(g.stdout, "serving http://%s/metrics and http://%s/debug/coverage, the record API at http://%s/v1/", tcp, tcp, tcp)
@@ -60,33 +55,6 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
-}
-
-// parseRegime reads a source regime as configured.
-func parseRegime(s string) (coverage.Regime, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "stored":
-		return coverage.Stored, nil
-	case "broker-managed":
-		return coverage.BrokerManaged, nil
-	}
-	return 0, fmt.Errorf("regime %q: use stored or broker-managed", s)
-}
-
-// parseSources are the declared sources, by name.
-func parseSources(m map[string]string) ([]coverage.Source, error) {
-	out := make([]coverage.Source, 0, len(m))
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		regime, err := parseRegime(m[name])
-		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", name, err)
-		}
-		out = append(out, coverage.Source{Name: name, Regime: regime})
-	}
-	if _, err := coverage.SourceRegimes(out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // readToken reads a token file; an unusable one is a usage error.

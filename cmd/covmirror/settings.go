@@ -93,11 +93,8 @@ func addStart(starts map[string]string, kv string) error {
 		return fmt.Errorf("stream start %q is not TOPIC=N", kv)
 	}
 	topic, n = strings.TrimSpace(topic), strings.TrimSpace(n)
-	if err := (coverage.Extent{Topic: topic}).Validate(); err != nil {
-		return fmt.Errorf("stream start of %q: %w", topic, err)
-	}
-	if _, err := parseStart(n); err != nil {
-		return fmt.Errorf("stream start of %s: %q is not a batch id (0 to %d)", topic, n, uint64(coverage.MaxBatchEnd))
+	if _, err := coverage.ParseStart(topic, n); err != nil {
+		return err
 	}
 	if _, dup := starts[topic]; dup {
 		return fmt.Errorf("stream start of %s is given twice: give each topic one", topic)
@@ -112,7 +109,7 @@ func addSource(sources map[string]string, kv string) error {
 	if !ok || name == "" {
 		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
 	}
-	if _, err := parseRegime(regime); err != nil {
+	if _, err := coverage.ParseRegime(regime); err != nil {
 		return fmt.Errorf("source %s: %w", name, err)
 	}
 	if _, dup := sources[name]; dup {

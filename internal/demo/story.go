@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,7 +44,8 @@ type Options struct {
 	// Logger gets the libraries' log lines; nil: discarded.
 	Logger *slog.Logger
 	// ShowGaps prints the committed gaps of primary (over names it): the
-	// command line's DuckDB query, which this package does not link.
+	// command line's DuckDB query, which this package does not link; nil:
+	// the gaps the planner computes, printed as a table.
 	ShowGaps func(ctx context.Context, w io.Writer, primary durable.Tier, over string) error
 }
 
@@ -60,6 +60,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if o.ShowGaps == nil {
+		o.ShowGaps = showGapsInGo
+	}
 	o.Tier.EnsureDefaults()
 }
 
@@ -67,9 +70,6 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	if o.Batches < MinBatches {
 		return fmt.Errorf("demo: --batches must be at least %d", MinBatches)
-	}
-	if o.ShowGaps == nil {
-		return errors.New("demo: Options.ShowGaps is required")
 	}
 	return o.Tier.Validate()
 }
