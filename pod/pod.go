@@ -125,7 +125,9 @@ func (p *Pod) Run(ctx context.Context) error {
 }
 
 // Shutdown shuts the pod down (doc.go's order) once; later calls return
-// the first's result.
+// the first's result. Run calls it when its context ends: to stop a pod
+// that is running, end that context. Call it directly only for a pod that
+// was started and never run.
 func (p *Pod) Shutdown() error {
 	p.shutdown.Do(func() { p.err = p.stop() })
 	return p.err

@@ -2,17 +2,17 @@
 // of Pebble's metamorphic tests, on the simulated pipeline of package
 // internal/demo.
 //
-// The pipeline (demo.Pipeline, demo.Store) is a source, raw and sinks that keep their
-// own contents: the truth coverage is checked against. Run drives a real
-// pod through a random sequence of steps drawn from a seed: sink writes
-// (some refused), records after acks (coverage.WriteThenRecord through a
-// mirror.Mirror on a local.Store on Pebble), checkpoints (Mirror.Sync into
-// the durable tier), compactions, crashes and reopenings of the pod without
-// a final checkpoint, rebalances to a new owner (mirror.Resume from the
-// durable tier alone, then replay), and plan-and-recover (mirror.Plan,
-// mirror.Recover), with faults injected at random into the local tier's
-// filesystem, the warehouse's file IO and the catalog (commits and loads
-// refused, answers lost after a commit landed).
+// The pipeline (demo.Pipeline, demo.Store) is a source, raw and sinks that
+// keep their own contents: the truth coverage is checked against. Run drives
+// a real pod through a random sequence of steps drawn from a seed: sink
+// writes (some refused), records after acks (coverage.WriteThenRecord
+// through a mirror.Mirror on a local.Store on Pebble), checkpoints
+// (Mirror.Sync into the durable tier), compactions, crashes and reopenings
+// of the pod without a final checkpoint, rebalances to a new owner
+// (mirror.Resume from the durable tier alone, then replay), and
+// plan-and-recover (mirror.Plan, mirror.Recover), with faults injected at
+// random into the local tier's filesystem, the warehouse's file IO and the
+// catalog (commits and loads refused, answers lost after a commit landed).
 //
 // The durable tier (Config.Durable) is the coverage table, an
 // iceberg.Table in a SQLite catalog; or the object store, an object.Store
