@@ -52,7 +52,7 @@ type QueryParams struct {
 	// the JSON text coverage.ParseExtents reads.
 	Extents []coverage.Extent
 	// Sinks are sinks every topic is written to, as
-	// mirror.PlanOptions.Sinks: besides the sinks with rows of a topic,
+	// recovery.PlanOptions.Sinks: besides the sinks with rows of a topic,
 	// each lacks the reference's ranges of every topic it has no rows of.
 	// They select nothing (Sink does). They are passed as one parameter,
 	// $6, a JSON array of names.

@@ -88,7 +88,7 @@ type Params struct {
 	// acked_extents relation, not as a $name parameter.
 	Extents []coverage.Extent
 	// Sinks are sinks every topic is written to, as
-	// mirror.PlanOptions.Sinks: besides the sinks with rows of a topic,
+	// recovery.PlanOptions.Sinks: besides the sinks with rows of a topic,
 	// each lacks the reference's ranges of every topic it has no rows of.
 	// They select nothing (Sink does), and are bound as the named_sinks
 	// relation. Zero value: only the sinks with rows.

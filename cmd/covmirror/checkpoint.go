@@ -9,6 +9,7 @@ import (
 
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/tier"
 )
 
 func runCheckpoint(ctx context.Context, g *globals, args []string) error {
@@ -17,11 +18,20 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	m, store, tier, closer, err := g.openMirror(ctx, mirror.Options{})
+	primary, closer, err := tier.Open(ctx, g.tier, true)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
+	store, err := g.openLocal()
+	if err != nil {
+		return err
+	}
+	m, err := mirror.New(mirror.Options{Local: store, Durable: primary, Writer: g.tier.Writer, Logger: g.logger})
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
 	// Batch totals are summed here in big integers: ranges reach 2^63, so
 	// a few of them overflow the Mirror's uint64 counters.
 	before, err := pendingBatches(ctx, store)
@@ -29,7 +39,7 @@ func runCheckpoint(ctx context.Context, g *globals, args []string) error {
 		_ = store.Close()
 		return err
 	}
-	syncErr := explainWriteFailure(ctx, tableOf(tier), m.Sync(ctx))
+	syncErr := tier.ExplainWriteFailure(ctx, primary, m.Sync(ctx))
 	stats := m.Stats()
 	after, diagErr := pendingBatches(ctx, store)
 	// The store, not the Mirror: Mirror.Close would checkpoint again and,

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/tier"
 )
 
 func runCheckStore(ctx context.Context, g *globals, args []string) error {
@@ -20,7 +21,7 @@ func runCheckStore(ctx context.Context, g *globals, args []string) error {
 	if *writers < 2 {
 		return usageError{errors.New("check-store: --writers must be at least 2")}
 	}
-	b, err := g.openBlobs(ctx)
+	b, err := tier.OpenBlobs(ctx, g.tier)
 	if err != nil {
 		return err
 	}

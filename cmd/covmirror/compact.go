@@ -13,6 +13,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/tier"
 )
 
 func runCompact(ctx context.Context, g *globals, args []string) error {
@@ -37,13 +38,13 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 		// Negative values were refused above: only the orphan age is left.
 		return usageError{fmt.Errorf("compact: --orphan-older-than: %w", err)}
 	}
-	table, err := g.openTable(ctx)
+	table, err := tier.OpenTable(ctx, g.tier)
 	if err != nil {
 		return err
 	}
 	if *every == 0 {
 		if err := compactOnce(ctx, g, table, maintain, *asJSON); err != nil && ctx.Err() == nil {
-			return explainWriteFailure(ctx, table, err)
+			return tier.ExplainWriteFailure(ctx, table, err)
 		}
 		return nil
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -74,8 +73,7 @@ func TestDemoPostgres(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	err = Run(context.Background(), []string{"--state", state, "--durable", "postgres", "gaps"}, &out, &errOut)
-	var usage usageError
-	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--postgres-url") {
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "--postgres-url") {
 		t.Fatalf("postgres without a URL: %v, want a usage error naming --postgres-url", err)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -66,38 +64,13 @@ func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Ex
 	return es, nil
 }
 
-// sinksFlag registers --sinks: sink names, comma-separated, each valid
-// (recovery.PlanOptions.Sinks), def the default.
-func sinksFlag(fs *flag.FlagSet, def, use string) *[]string {
-	sinks := splitList(def)
-	fs.Func("sinks", use, func(v string) error {
-		sinks = nil
-		for _, name := range strings.Split(v, ",") {
-			d := coverage.Destination{Sink: strings.TrimSpace(name), Topic: "t"}
-			if err := d.Validate(); err != nil {
-				return fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
-			}
-			sinks = append(sinks, d.Sink)
-		}
-		return nil
+// sinksFlag registers --sinks of plan and gaps: sink names,
+// comma-separated, each valid (recovery.PlanOptions.Sinks).
+func sinksFlag(fs *flag.FlagSet, use string) *[]string {
+	var sinks []string
+	fs.Func("sinks", use, func(v string) (err error) {
+		sinks, err = parseSinks(v)
+		return err
 	})
 	return &sinks
-}
-
-// addStart reads one --stream-start TOPIC=N (or config start.TOPIC = N)
-// into starts.
-func addStart(starts map[string]uint64, topic, n string) error {
-	topic, n = strings.TrimSpace(topic), strings.TrimSpace(n)
-	if err := (coverage.Extent{Topic: topic}).Validate(); err != nil {
-		return fmt.Errorf("stream start of %q: %w", topic, err)
-	}
-	v, err := strconv.ParseUint(n, 10, 64)
-	if err != nil || v > coverage.MaxBatchEnd {
-		return fmt.Errorf("stream start of %s: %q is not a batch id (0 to %d)", topic, n, uint64(coverage.MaxBatchEnd))
-	}
-	if _, dup := starts[topic]; dup {
-		return fmt.Errorf("stream start of %s is given twice: give each topic one", topic)
-	}
-	starts[topic] = v
-	return nil
 }

@@ -29,7 +29,7 @@ func TestAckedEndsUnreadableIsAFailure(t *testing.T) {
 		t.Errorf("--acked-ends DIRECTORY: exit %d (%v), want 1", code, err)
 	}
 	var stdout, stderr bytes.Buffer
-	g := &globals{stdout: &stdout, stderr: &stderr, stdin: errReader{}, props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
+	g := &globals{stdout: &stdout, stderr: &stderr, stdin: errReader{}, logger: slog.New(slog.DiscardHandler)}
 	err = run(context.Background(), g, []string{"--state", state, "--writer", "test", "gaps", "--acked-ends", "-"})
 	if code := exitCode(err); code != 1 {
 		t.Errorf("--acked-ends - with a failing standard input: exit %d (%v), want 1", code, err)

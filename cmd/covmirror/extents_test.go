@@ -17,7 +17,7 @@ import (
 func runWithStdin(t *testing.T, state, stdin string, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	g := &globals{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(stdin), props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
+	g := &globals{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(stdin), logger: slog.New(slog.DiscardHandler)}
 	err := run(context.Background(), g, append([]string{"--state", state, "--writer", "test"}, args...))
 	return stdout.String(), err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/recovery"
+	"github.com/covmirror/covmirror/tier"
 )
 
 // gapRow is one gap or plan task in the contract's JSON shape, {sink,
@@ -43,7 +44,7 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 	var nre *recovery.NoReferenceError
 	if errors.As(err, &nre) {
 		return fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
-			command, nre.Reference, describeTier(table), recovery.ErrNoReference, strings.Join(nre.Sinks, ", "))
+			command, nre.Reference, tier.Describe(table), recovery.ErrNoReference, strings.Join(nre.Sinks, ", "))
 	}
 	return err
 }
@@ -54,7 +55,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	sink := fs.String("sink", "", "only this sink")
 	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}")
 	ackedEnds := extentsFlag(fs)
-	sinks := sinksFlag(fs, "", planSinksUse)
+	sinks := sinksFlag(fs, planSinksUse)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,12 +63,12 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	tier, closer, err := g.openPrimary(ctx, false)
+	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	all, err := committedGaps(ctx, tier, *reference, extents, *sinks)
+	all, err := committedGaps(ctx, primary, *reference, extents, *sinks)
 	if err != nil {
 		return err
 	}

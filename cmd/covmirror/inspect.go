@@ -14,7 +14,6 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "inspect", "[--json] [--url URL [--token-file PATH]]")
 	asJSON := fs.Bool("json", false, "print the diagnostics as JSON")
 	url := fs.String("url", "", "a running pod's diagnostics handler; without it the local tier under --state is opened (which fails while a pod holds it)")
-	tokenFile := tokenFileFlag(fs, g, "with --url: a file holding the pod's bearer token (serve's --token-file)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -24,7 +23,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return usageError{fmt.Errorf("inspect: --url: %w", err)}
 		}
-		if err := authorize(req, *tokenFile); err != nil {
+		if err := authorize(req, g.set.String("token-file")); err != nil {
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/recovery"
+	"github.com/covmirror/covmirror/tier"
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
@@ -17,7 +18,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	maxTasks := fs.Int("max-tasks", recovery.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
 	ackedEnds := extentsFlag(fs)
-	sinks := sinksFlag(fs, "", planSinksUse)
+	sinks := sinksFlag(fs, planSinksUse)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -31,12 +32,12 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if *maxTasks <= 0 {
 		return usageError{fmt.Errorf("plan: --max-tasks must be positive")}
 	}
-	tier, closer, err := g.openPrimary(ctx, false)
+	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	tasks, err := planCommand(ctx, "plan", tier, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
+	tasks, err := planCommand(ctx, "plan", primary, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
 	if errors.Is(err, recovery.ErrPlanTruncated) {
 		// Not a failure: these tasks, taken in turn from every destination
 		// with work, are what to do first.

@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +16,7 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/queries"
+	"github.com/covmirror/covmirror/tier"
 )
 
 // haveDuckDB: this build runs the canned queries.
@@ -75,9 +73,9 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if *from != fromPrimary && *from != fromTable {
 		return usageError{fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
 	}
-	readsPrimary := !g.primaryIsTable() && *from == fromPrimary
+	readsPrimary := !g.tier.TableIsPrimary() && *from == fromPrimary
 	if readsPrimary && *binding != "" {
-		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.durable)}
+		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.tier.Kind)}
 	}
 	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
 		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
@@ -93,7 +91,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if !*printSQL {
 			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.postgres.schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
+		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
 		if err != nil {
 			return usageError{fmt.Errorf("query: %w", err)}
 		}
@@ -111,22 +109,22 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents}
 	var db *queries.DB
 	if readsPrimary {
-		tier, closer, err := g.openPrimary(ctx, false)
+		primary, closer, err := tier.Open(ctx, g.tier, false)
 		if err != nil {
 			return err
 		}
-		db, err = queries.OpenTier(ctx, tier, queries.Options{})
+		db, err = queries.OpenTier(ctx, primary, queries.Options{})
 		_ = closer.Close() // read once: DuckDB holds the rows
 		if err != nil {
 			return err
 		}
 	} else {
-		table, err := g.openTable(ctx)
+		table, err := tier.OpenTable(ctx, g.tier)
 		if err != nil {
 			return err
 		}
-		if !g.primaryIsTable() {
-			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the mirror of %s: it lags them by what `covmirror mirror` has not copied yet\n", table.Name(), g.primaryNoun())
+		if !g.tier.TableIsPrimary() {
+			fmt.Fprintf(g.stderr, "query: reading the coverage table %s, the replica of %s: it lags them by what `covmirror replicate` has not copied yet\n", table.Name(), g.tier.Noun())
 		}
 		db, err = queries.Open(ctx, table, queries.Options{Binding: queries.Binding(*binding)})
 		if err != nil {
@@ -140,50 +138,11 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	}
 	switch {
 	case *asJSON:
-		return writeJSON(g, res)
+		return res.WriteJSON(g.stdout)
 	case *asCSV:
-		return writeCSV(g, res)
+		return res.WriteCSV(g.stdout)
 	}
-	return writeTable(g.stdout, res.Columns, res.Rows)
-}
-
-// writeJSON prints an array of objects whose keys keep the columns' order.
-func writeJSON(g *globals, res *queries.Result) error {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for r, row := range res.Rows {
-		if r > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('{')
-		for i, col := range res.Columns {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(col)
-			v, err := json.Marshal(row[i])
-			if err != nil {
-				return fmt.Errorf("query: column %s: %w", col, err)
-			}
-			b.Write(k)
-			b.WriteByte(':')
-			b.Write(v)
-		}
-		b.WriteByte('}')
-	}
-	b.WriteString("]\n")
-	_, err := g.stdout.Write(b.Bytes())
-	return err
-}
-
-func writeCSV(g *globals, res *queries.Result) error {
-	w := csv.NewWriter(g.stdout)
-	_ = w.Write(res.Columns)
-	for _, row := range res.Rows {
-		_ = w.Write(cells(row))
-	}
-	w.Flush()
-	return w.Error()
+	return res.WriteTable(g.stdout, "")
 }
 
 // showGaps prints the gaps query over the primary, for the demo; over
@@ -206,7 +165,7 @@ func showGaps(ctx context.Context, w io.Writer, primary durable.Tier, over strin
 		return err
 	}
 	fmt.Fprintf(w, "   covmirror query gaps (DuckDB over %s):\n", over)
-	return writeIndentedTable(w, res.Columns, res.Rows)
+	return res.WriteTable(w, "   ")
 }
 
 // partitionFlag is an optional partition: a non-negative 32-bit integer,

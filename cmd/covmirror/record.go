@@ -6,7 +6,13 @@ import (
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/local"
 )
+
+// openLocal opens the local tier under --state.
+func (g *globals) openLocal() (*local.Store, error) {
+	return local.Open(local.Options{Dir: g.tier.LocalDir(), Logger: g.logger})
+}
 
 func runRecord(ctx context.Context, g *globals, args []string) error {
 	fs := subFlags(g, "record", "--sink S --topic T --partition P --range START:END")

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"runtime/debug"
 	"sort"
-	"strings"
 
-	"github.com/covmirror/covmirror/iceberg"
-	"github.com/covmirror/covmirror/postgres"
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/tier"
 )
 
 // usageError is a mistake in the command line: exit status 2.
@@ -25,10 +25,11 @@ var errHelp = errors.New("help requested")
 
 func exitCode(err error) int {
 	var u usageError
+	var se *tier.SettingsError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
-	case errors.As(err, &u):
+	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback):
 		return 2
 	}
 	return 1
@@ -57,35 +58,27 @@ func init() {
 		"demo":        {"run the whole system once on embedded defaults and explain each step", runDemo},
 		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
 		"version":     {"print the version", runVersion},
-		"mirror":      {"with --durable object: copy the sink objects into the coverage table, once or --every D", runMirror},
+		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
 		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }
+
+// aliases are commands' former names, still accepted.
+var aliases = map[string]string{"mirror": "replicate"}
 
 // globals are the settings every subcommand shares.
 type globals struct {
 	stdout, stderr io.Writer
 	// stdin is what a file argument of "-" reads (--acked-ends -).
 	stdin io.Reader
+	// set is the settings table's values: the global ones, and a
+	// command's own once subFlags registered them.
+	set *settings.Set
+	// tier is the durable tier's settings, from the global ones.
+	tier tier.Settings
 	// starts are the streams' declared first batch ids by topic
-	// (--stream-start, else the config file's start.TOPIC): an extent
-	// without a start takes its topic's.
-	starts    map[string]uint64
-	state     string
-	props     map[string]string
-	namespace string
-	table     string
-	writer    string
-	// durable is the durable tier: durableIceberg, durableObject or
-	// durablePostgres.
-	durable  string
-	object   objectSettings
-	postgres postgresSettings
-	// localSync is serve's --sync: local.Options.Sync.
-	localSync bool
-	// cfg is the configuration file's settings, for the commands' own keys
-	// (serve's source.NAME).
-	cfg *config
+	// (--stream-start): an extent without a start takes its topic's.
+	starts map[string]uint64
 	// logger is slog to stderr at --log-level in --log-format: every
 	// library the commands open gets it.
 	logger *slog.Logger
@@ -96,7 +89,7 @@ type globals struct {
 // status 1) saying so, with the stack in the debug log, never a Go stack
 // trace on the terminal.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	g := &globals{stdout: stdout, stderr: stderr, stdin: os.Stdin, props: map[string]string{}, logger: slog.New(slog.DiscardHandler)}
+	g := &globals{stdout: stdout, stderr: stderr, stdin: os.Stdin, logger: slog.New(slog.DiscardHandler)}
 	defer func() {
 		if r := recover(); r != nil {
 			g.logger.Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -108,74 +101,34 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 func run(ctx context.Context, g *globals, args []string) error {
 	stdout, stderr := g.stdout, g.stderr
-	cfg, err := loadConfig(configPath(args))
-	var readErr configReadError
+	file, err := settings.Load(settings.ConfigPath(args, table, "COVMIRROR_CONFIG"), table)
+	var readErr *settings.ReadError
 	if errors.As(err, &readErr) {
 		return err
 	} else if err != nil {
 		return usageError{err}
 	}
+	g.set = settings.New(table, file)
 	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.String("config", cfg.path, "configuration file: global settings and catalog.* properties as key = value lines (env COVMIRROR_CONFIG)")
-	fs.StringVar(&g.state, "state", cfg.value("state", "COVMIRROR_STATE", "./covmirror-data"), "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (env COVMIRROR_STATE)")
-	fs.Func("catalog-prop", "iceberg-go catalog property key=value, repeatable (env COVMIRROR_CATALOG_PROPS, comma-separated; config file catalog.KEY = VALUE); none: the embedded SQLite catalog under --state", func(kv string) error {
-		return addProp(g.props, kv)
-	})
-	fs.StringVar(&g.namespace, "namespace", cfg.value("namespace", "COVMIRROR_NAMESPACE", iceberg.DefaultNamespace), "namespace of the coverage table (env COVMIRROR_NAMESPACE)")
-	fs.StringVar(&g.table, "table", cfg.value("table", "COVMIRROR_TABLE", iceberg.DefaultTableName), "name of the coverage table (env COVMIRROR_TABLE)")
-	host, _ := os.Hostname()
-	fs.StringVar(&g.writer, "writer", cfg.value("writer", "COVMIRROR_WRITER", host), "this process's name in the table's rows (env COVMIRROR_WRITER)")
-	fs.StringVar(&g.durable, "durable", cfg.value("durable", "COVMIRROR_DURABLE", durableIceberg), "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable mirror (env COVMIRROR_DURABLE)")
-	g.postgres.url = cfg.value("postgres.url", "COVMIRROR_POSTGRES_URL", "")
-	fs.Var(secretFlag{&g.postgres.url}, "postgres-url", "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here) (env COVMIRROR_POSTGRES_URL)")
-	fs.StringVar(&g.postgres.schema, "postgres-schema", cfg.value("postgres.schema", "COVMIRROR_POSTGRES_SCHEMA", postgres.DefaultSchema), "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing (env COVMIRROR_POSTGRES_SCHEMA)")
-	fs.StringVar(&g.object.url, "object-url", cfg.value("object.url", "COVMIRROR_OBJECT_URL", ""), "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state (env COVMIRROR_OBJECT_URL)")
-	fs.StringVar(&g.object.endpoint, "object-s3-endpoint", cfg.value("object.s3.endpoint", "COVMIRROR_OBJECT_S3_ENDPOINT", ""), "S3 endpoint URL for an S3-compatible store; none: AWS (env COVMIRROR_OBJECT_S3_ENDPOINT); credentials come from the AWS environment")
-	fs.StringVar(&g.object.region, "object-s3-region", cfg.value("object.s3.region", "COVMIRROR_OBJECT_S3_REGION", ""), "S3 region; none: the AWS environment's, else us-east-1 (env COVMIRROR_OBJECT_S3_REGION)")
-	forcePathStyle, pathErr := parseBoolSetting("object.s3.force-path-style", cfg.value("object.s3.force-path-style", "COVMIRROR_OBJECT_S3_FORCE_PATH_STYLE", ""))
-	fs.BoolVar(&g.object.forcePathStyle, "object-s3-force-path-style", forcePathStyle, "address buckets as endpoint/BUCKET rather than BUCKET.endpoint, as most S3-compatible stores need (env COVMIRROR_OBJECT_S3_FORCE_PATH_STYLE)")
-	unsafeStore, unsafeErr := parseBoolSetting("object.unsafe-store", cfg.value("object.unsafe-store", "COVMIRROR_OBJECT_UNSAFE_STORE", ""))
-	fs.BoolVar(&g.object.unsafeStore, "object-unsafe-store", unsafeStore, "write to an S3 store without running check-store on it first: only for a store known to honour If-Match (env COVMIRROR_OBJECT_UNSAFE_STORE)")
-	flagStarts := map[string]uint64{}
-	fs.Func("stream-start", "TOPIC=N: the first batch id of TOPIC's stream where it is not 0, repeatable (config file start.TOPIC = N): a source extent without a start (--acked-ends, the API's extents) takes its topic's", func(kv string) error {
-		topic, n, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("stream start %q is not TOPIC=N", kv)
-		}
-		return addStart(flagStarts, topic, n)
-	})
-	logLevel := fs.String("log-level", cfg.value("log.level", "COVMIRROR_LOG_LEVEL", "info"), "log level on stderr: debug, info, warn or error (env COVMIRROR_LOG_LEVEL; config file log.level)")
-	logFormat := fs.String("log-format", cfg.value("log.format", "COVMIRROR_LOG_FORMAT", "text"), "log format on stderr: text or json (env COVMIRROR_LOG_FORMAT; config file log.format)")
+	fs.String("config", file.Path(), "configuration file: the settings as key = value lines, catalog.* properties as catalog.KEY = VALUE (env COVMIRROR_CONFIG)")
+	g.set.Register(fs, "")
 	fs.Usage = func() { usage(stderr, fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := errors.Join(pathErr, unsafeErr, parseDurable(g.durable)); err != nil {
+	g.tier = tierSettings(g.set)
+	if err := errors.Join(g.set.Err(), tier.ParseKind(g.tier.Kind)); err != nil {
 		return usageError{err}
 	}
-	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	logger, err := settings.NewLogger(stderr, g.set.String("log.level"), g.set.String("log.format"))
 	if err != nil {
 		return usageError{err}
 	}
-	g.logger = logger
-	g.cfg = cfg
-	// Declared starts come whole from one source: flags, else the file.
-	g.starts = cfg.starts
-	if len(flagStarts) > 0 {
-		g.starts = flagStarts
-	}
-	// Catalog properties come whole from one source: flags, else the
-	// environment, else the configuration file.
-	if env := os.Getenv("COVMIRROR_CATALOG_PROPS"); env != "" && len(g.props) == 0 {
-		for _, kv := range strings.Split(env, ",") {
-			if err := addProp(g.props, kv); err != nil {
-				return usageError{fmt.Errorf("COVMIRROR_CATALOG_PROPS: %w", err)}
-			}
-		}
-	}
-	if len(g.props) == 0 {
-		maps.Copy(g.props, cfg.props)
+	g.logger, g.tier.Logger = logger, logger
+	g.starts = map[string]uint64{}
+	for topic, n := range g.set.Map("start") {
+		g.starts[topic], _ = coverage.ParseStart(topic, n) // checked by addStart
 	}
 	if fs.NArg() == 0 {
 		usage(stderr, fs)
@@ -186,20 +139,14 @@ func run(ctx context.Context, g *globals, args []string) error {
 		usage(stdout, fs)
 		return nil
 	}
-	cmd, ok := commands[name]
+	cmd, ok := commands[aliases[name]]
+	if !ok {
+		cmd, ok = commands[name]
+	}
 	if !ok {
 		return usageError{fmt.Errorf("unknown command %q (try covmirror --help)", name)}
 	}
 	return cmd.run(ctx, g, fs.Args()[1:])
-}
-
-func addProp(props map[string]string, kv string) error {
-	k, v, ok := strings.Cut(kv, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("catalog property %q is not key=value", kv)
-	}
-	props[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	return nil
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
@@ -213,6 +160,9 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-11s %s\n", name, commands[name].summary)
 	}
+	for alias, name := range aliases {
+		fmt.Fprintf(w, "  %-11s the former name of %s, still accepted\n", alias, name)
+	}
 	fmt.Fprintln(w, "\nglobal flags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
@@ -223,6 +173,9 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 func subFlags(g *globals, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(g.stderr)
+	if g.set != nil {
+		g.set.Register(fs, name)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(g.stderr, "usage: covmirror %s %s\n\n%s\n\nflags:\n", name, args, commands[name].summary)
 		fs.PrintDefaults()
@@ -242,95 +195,17 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // parseFlags is parse for a subcommand that takes arguments besides flags.
-// The flag package would print a bad flag's error and the whole usage, and
-// main prints the error again: parsing is silent, --help prints the usage,
-// and a mistake is returned once, with a pointer to --help.
+// Parsing is silent, --help prints the usage, and a mistake is returned
+// once, with a pointer to --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	fs.VisitAll(func(f *flag.Flag) {
-		if _, wrapped := f.Value.(*onceValue); !wrapped && !repeatableFlags[f.Name] {
-			f.Value = &onceValue{Value: f.Value, name: f.Name}
-		}
-	})
-	out, usage := fs.Output(), fs.Usage
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	fs.Usage = usage
+	err := settings.Parse(fs, args, func(name string) bool { return settings.Repeatable(table, name) })
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, flag.ErrHelp):
-		usage()
 		return errHelp
-	}
-	err = redactFlagError(err, fs, args)
-	switch {
 	case fs.Name() == "covmirror": // the global flags
 		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
 	}
 	return usageError{fmt.Errorf("%s: %w (covmirror %[1]s --help lists the flags)", fs.Name(), err)}
-}
-
-// repeatableFlags may be given more than once; every other flag once: a
-// second value would silently replace the first (a wrong answer where the
-// flag is --sink or --reference).
-var repeatableFlags = map[string]bool{"catalog-prop": true, "source": true, "stream-start": true}
-
-// onceValue refuses a flag's second value.
-type onceValue struct {
-	flag.Value
-	name string
-	seen bool
-}
-
-func (v *onceValue) Set(s string) error {
-	if v.seen {
-		if _, secret := v.Value.(secretFlag); secret {
-			s = redacted(s) // the first is redacted by its String
-		}
-		return fmt.Errorf("given twice (%q, then %q): give --%s once", v.Value.String(), s, v.name)
-	}
-	v.seen = true
-	return v.Value.Set(s)
-}
-
-// String is the wrapped value's; "" for the zero onceValue, on which the
-// flag package calls it to tell a default from none in --help.
-func (v *onceValue) String() string {
-	if v == nil || v.Value == nil {
-		return ""
-	}
-	return v.Value.String()
-}
-
-// IsBoolFlag keeps -json and the like valid without a value.
-func (v *onceValue) IsBoolFlag() bool {
-	b, ok := v.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// newLogger is slog to w at the named level, in the named format.
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		lvl = slog.LevelDebug
-	case "info":
-		lvl = slog.LevelInfo
-	case "warn", "warning":
-		lvl = slog.LevelWarn
-	case "error":
-		lvl = slog.LevelError
-	default:
-		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("log format %q: use text or json", format)
 }

@@ -220,8 +220,5 @@ func TestTestPackagesStayInTests(t *testing.T) {
 // TestBinaryLinksNoTestPackages: the covmirror binary links no simulation
 // or fault injection.
 func TestBinaryLinksNoTestPackages(t *testing.T) {
-	// The demo still runs the simulated pipeline of internal/sim; this rule
-	// holds once the demo's pipeline moves out of it.
-	t.Skip("until demo leaves internal/sim")
-	never(t, "cmd/covmirror", "test machinery in the shipped binary", "internal/sim", "internal/faultio")
+	never(t, "cmd/covmirror", "test machinery in the shipped binary", "internal/sim", "internal/faultio", "github.com/cockroachdb/pebble/v2/vfs/errorfs")
 }

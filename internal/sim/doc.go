@@ -1,8 +1,9 @@
 // Package sim is a seeded whole-pod simulation of covmirror, in the spirit
-// of Pebble's metamorphic tests, and the simulated pipeline the demo runs.
+// of Pebble's metamorphic tests, on the simulated pipeline of package
+// internal/demo.
 //
-// The pipeline (Pipeline, Store) is a source, raw and sinks that keep their
-// own contents: the truth coverage is checked against. Run drives a real
+// The pipeline (demo.Pipeline, demo.Store) is a source, raw and sinks that
+// keep their own contents: the truth coverage is checked against. Run drives a real
 // pod through a random sequence of steps drawn from a seed: sink writes
 // (some refused), records after acks (coverage.WriteThenRecord through a
 // mirror.Mirror on a local.Store on Pebble), checkpoints (Mirror.Sync into

@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/demo"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/recovery"
@@ -88,7 +89,7 @@ func (w *world) crash(ctx context.Context) error {
 }
 
 // replayer replays from the simulated raw and verifies raw by reading it.
-type replayer struct{ p *Pipeline }
+type replayer struct{ p *demo.Pipeline }
 
 func (r replayer) Replay(_ context.Context, t recovery.Task) error {
 	return r.p.Replay(t.Destination, t.Range)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/demo"
 	"github.com/covmirror/covmirror/replica"
 )
 
@@ -51,7 +52,7 @@ func checkReplica(replica, committed map[coverage.Destination]*coverage.RangeSet
 		}
 		if extra := coverage.Gaps(replica[d], primary); !extra.IsEmpty() {
 			return fmt.Errorf("%w: the replica table claims %s of %s, which the primary lacks (it has %s)",
-				ErrLeads, extra.String(), d, primary)
+				demo.ErrLeads, extra.String(), d, primary)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/demo"
 	"github.com/covmirror/covmirror/internal/faultio"
 )
 
@@ -77,7 +78,7 @@ func (f *Failure) Unwrap() error { return f.Err }
 type world struct {
 	cfg      Config
 	r        *rand.Rand
-	p        *Pipeline
+	p        *demo.Pipeline
 	f        *faults
 	table    durable.Tier   // through the faults: what the pods use
 	truth    durable.Tier   // the same tier, no faults: what the checks read
@@ -113,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (_ Result, err error) {
 		return Result{}, fmt.Errorf("sim: Config.Durable %q: want iceberg, object or postgres", cfg.Durable)
 	}
 	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))
-	w := &world{cfg: cfg, r: r, p: NewPipeline("orders", 1+int32(r.IntN(2)), "lake", "warehouse", "search"),
+	w := &world{cfg: cfg, r: r, p: demo.NewPipeline("orders", 1+int32(r.IntN(2)), "lake", "warehouse", "search"),
 		f: newFaults(cfg.Seed, drawRates(r)), down: map[string]bool{},
 		res: Result{Ops: map[string]int{}, Durable: cfg.Durable}}
 	switch cfg.Durable {

@@ -14,6 +14,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/demo"
 	"github.com/covmirror/covmirror/recovery"
 )
 
@@ -164,7 +165,7 @@ func (w *world) check(ctx context.Context) error {
 		}
 		if extra := coverage.Gaps(&checkpointed, inTable); !extra.IsEmpty() {
 			return fmt.Errorf("%w: %s's local tier marks %s of %s checkpointed, which the durable tier lacks (it has %s)",
-				ErrLeads, w.pod.name, extra.String(), dd.Destination, inTable)
+				demo.ErrLeads, w.pod.name, extra.String(), dd.Destination, inTable)
 		}
 	}
 	return w.p.CheckClaims(w.pod.name+"'s local tier", claims)

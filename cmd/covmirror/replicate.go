@@ -8,44 +8,48 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/replica"
+	"github.com/covmirror/covmirror/tier"
 )
 
-func runMirror(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "mirror", "[--every D] [--json]")
+// runReplicate copies the primary into its replica, the coverage table
+// (`covmirror replicate`; `mirror` is its former name).
+func runReplicate(ctx context.Context, g *globals, args []string) error {
+	fs := subFlags(g, "replicate", "[--every D] [--json]")
 	every := fs.Duration("every", 0, "run until SIGTERM, once per this interval (0: once)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *every < 0 {
-		return usageError{errors.New("mirror: --every must not be negative")}
+		return usageError{errors.New("replicate: --every must not be negative")}
 	}
-	if g.primaryIsTable() {
-		return usageError{errors.New("mirror: the coverage table is the primary (--durable iceberg): there is nothing to mirror; mirror copies a --durable object or postgres primary into the table")}
+	if g.tier.TableIsPrimary() {
+		return usageError{errors.New("replicate: the coverage table is the primary (--durable iceberg): there is nothing to replicate; replicate copies a --durable object or postgres primary into the table")}
 	}
-	tier, closer, err := g.openPrimary(ctx, false)
+	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	table, err := g.openTable(ctx)
+	table, err := tier.OpenTable(ctx, g.tier)
 	if err != nil {
 		return err
 	}
+	opts := replica.Options{Writer: g.tier.Writer, Logger: g.logger}
 	if *every > 0 {
-		return replica.ReplicateEvery(ctx, tier, table, *every, replica.Options{Writer: g.writer, Logger: g.logger}) // until SIGTERM
+		return replica.ReplicateEvery(ctx, primary, table, *every, opts) // until SIGTERM
 	}
-	res, err := replica.Replicate(ctx, tier, table, replica.Options{Writer: g.writer, Logger: g.logger})
+	res, err := replica.Replicate(ctx, primary, table, opts)
 	if err != nil && !errors.Is(err, coverage.ErrCorrupt) {
 		return err
 	}
 	// A sink left for a corrupt row fails the run once the others are
-	// mirrored and reported.
+	// copied and reported.
 	corrupt := err
 	if *asJSON {
 		return errors.Join(json.NewEncoder(g.stdout).Encode(res), corrupt)
 	}
-	fmt.Fprintf(g.stdout, "mirrored %s into %s: %d sinks, %d replaced, %d unchanged", tier.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
+	fmt.Fprintf(g.stdout, "mirrored %s into %s: %d sinks, %d replaced, %d unchanged", primary.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
 	if res.Raced > 0 {
 		fmt.Fprintf(g.stdout, ", %d left for the next run (a compaction rewrote them meanwhile)", res.Raced)
 	}

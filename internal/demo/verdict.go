@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -12,18 +12,20 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/replica"
+	"github.com/covmirror/covmirror/tier"
 )
 
-// mirrored reports whether the coverage table mirrors another primary.
-func (d *demoRun) mirrored() bool { return durable.Tier(d.table) != d.primary }
+// replicated reports whether the coverage table is the replica of another
+// primary.
+func (d *run) replicated() bool { return durable.Tier(d.table) != d.primary }
 
 // checkClaims fails if the committed coverage claims a batch a store does
 // not hold: coverage leading the sink, the loss docs/design.md forbids. The
 // table is checked too when it mirrors the sink objects: a mirror may lag
 // them, never lead.
-func (d *demoRun) checkClaims(ctx context.Context) error {
+func (d *run) checkClaims(ctx context.Context) error {
 	tiers := []durable.Tier{d.primary}
-	if d.mirrored() {
+	if d.replicated() {
 		tiers = append(tiers, d.table)
 	}
 	for _, t := range tiers {
@@ -31,20 +33,20 @@ func (d *demoRun) checkClaims(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := d.p.CheckClaims(describeTier(t), committed); err != nil {
+		if err := d.p.CheckClaims(tier.Describe(t), committed); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
 	return nil
 }
 
-// mirror copies the sink objects into the coverage table, as `covmirror
-// mirror` does.
-func (d *demoRun) mirror(ctx context.Context) error {
+// replicate copies the primary into its replica, the coverage table, as
+// `covmirror replicate` does.
+func (d *run) replicate(ctx context.Context) error {
 	// Its per-sink lines would interleave with the story: only at debug.
 	logger := slog.New(slog.DiscardHandler)
-	if d.g.logger.Enabled(ctx, slog.LevelDebug) {
-		logger = d.g.logger
+	if d.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		logger = d.opts.Logger
 	}
 	res, err := replica.Replicate(ctx, d.primary, d.table, replica.Options{Writer: "demo-mirror", Logger: logger})
 	if err != nil {
@@ -56,7 +58,7 @@ func (d *demoRun) mirror(ctx context.Context) error {
 
 // sameCoverage fails unless the table holds exactly the primary's
 // coverage of the topic: after a mirror with no writer running, it must.
-func (d *demoRun) sameCoverage(ctx context.Context) error {
+func (d *run) sameCoverage(ctx context.Context) error {
 	want, err := d.primary.Coverage(ctx, durable.Filter{Topic: d.p.Topic})
 	if err != nil {
 		return err
@@ -73,7 +75,7 @@ func (d *demoRun) sameCoverage(ctx context.Context) error {
 }
 
 // verdict checks the run against the simulated stores' own contents.
-func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
+func (d *run) verdict(ctx context.Context, batches uint64) error {
 	if err := d.checkClaims(ctx); err != nil {
 		return err
 	}
@@ -84,7 +86,7 @@ func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
 	if problems := d.p.Incomplete(committed, batches); len(problems) > 0 {
 		return errors.New("demo: VERDICT FAILED:\n  " + strings.Join(problems, "\n  "))
 	}
-	if d.mirrored() {
+	if d.replicated() {
 		if err := d.sameCoverage(ctx); err != nil {
 			return err
 		}
@@ -92,7 +94,7 @@ func (d *demoRun) verdict(ctx context.Context, batches uint64) error {
 	d.say("\nVerdict, checked against the simulated stores' own contents:")
 	d.say("  - every one of the %d batches of %d partitions in raw reached lake, warehouse and search;", batches, d.p.Partitions)
 	d.say("  - no committed coverage ever claimed a batch its sink did not hold (checked after every checkpoint);")
-	if d.mirrored() {
+	if d.replicated() {
 		d.say("  - the coverage table, mirrored from %s, never claimed more than they held, and after the last\n    mirror holds exactly their coverage;", d.primaryName)
 	}
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", d.p.Dups())

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/pod"
+	"github.com/covmirror/covmirror/postgres"
+	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/tier"
+)
+
+// table is every setting of the command line: its flag, environment
+// variable, configuration-file key and usage derive from its row, and its
+// value is a flag, else the environment, else the file, else the default
+// (internal/settings states the rule). A file is key = value lines:
+//
+//	# covmirror.conf
+//	state = /var/lib/covmirror   # the pod's own disk
+//	writer = pod-a
+//	catalog.type = sql
+//	catalog.uri = postgres://covmirror@db:5432/lake
+//	catalog.sql.driver = pgx
+//	catalog.sql.dialect = postgres
+//	catalog.warehouse = file:///srv/warehouse
+var table = func() []settings.Setting {
+	host, _ := os.Hostname()
+	serve := []string{"serve"}
+	return []settings.Setting{
+		{Key: "state", Default: tier.DefaultState, Usage: "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured"},
+		{Key: "catalog", Flag: "catalog-prop", Env: "COVMIRROR_CATALOG_PROPS", Kind: settings.Map, Entry: "PROPERTY", Add: addProp,
+			Usage: "iceberg-go catalog property key=value, repeatable; none: the embedded SQLite catalog under --state"},
+		{Key: "namespace", Default: iceberg.DefaultNamespace, Usage: "namespace of the coverage table"},
+		{Key: "table", Default: iceberg.DefaultTableName, Usage: "name of the coverage table"},
+		{Key: "writer", Default: host, Usage: "this process's name in the table's rows"},
+		{Key: "durable", Default: tier.Iceberg, Usage: "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable replica"},
+		{Key: "postgres.url", Kind: settings.Secret, Usage: "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here)"},
+		{Key: "postgres.schema", Default: postgres.DefaultSchema, Usage: "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing"},
+		{Key: "object.url", Usage: "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state"},
+		{Key: "object.s3.endpoint", Usage: "S3 endpoint URL for an S3-compatible store; none: AWS; credentials come from the AWS environment"},
+		{Key: "object.s3.region", Usage: "S3 region; none: the AWS environment's, else us-east-1"},
+		{Key: "object.s3.force-path-style", Kind: settings.Bool, Usage: "address buckets as endpoint/BUCKET rather than BUCKET.endpoint, as most S3-compatible stores need"},
+		{Key: "object.unsafe-store", Kind: settings.Bool, Usage: "write to an S3 store without running check-store on it first: only for a store known to honour If-Match"},
+		{Key: "start", Flag: "stream-start", Env: "COVMIRROR_STREAM_STARTS", Kind: settings.Map, Entry: "TOPIC", Add: addStart,
+			Usage: "TOPIC=N: the first batch id of TOPIC's stream where it is not 0, repeatable: a source extent without a start (--acked-ends, the API's extents) takes its topic's"},
+		{Key: "log.level", Default: "info", Usage: "log level on stderr: debug, info, warn or error"},
+		{Key: "log.format", Default: "text", Usage: "log format on stderr: text or json"},
+
+		{Key: "token-file", Commands: []string{"serve", "inspect"}, Usage: "a file holding the bearer token (mode 0600 or narrower): serve requires it as Authorization: Bearer TOKEN on every request over TCP but the map's page (and for an --addr other hosts can reach); inspect --url sends it"},
+		{Key: "addr", Commands: serve, Default: pod.DefaultAddr, Usage: "TCP listen address for the record API, the coverage map, /metrics and /debug/coverage (loopback by default; another address needs --token-file)"},
+		{Key: "socket", Commands: serve, Usage: "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)"},
+		{Key: "interval", Commands: serve, Kind: settings.Duration, Default: mirror.DefaultInterval.String(), Usage: "checkpoint interval"},
+		{Key: "max-body", Commands: serve, Kind: settings.Int64, Default: fmt.Sprint(sidecar.DefaultMaxBodyBytes), Usage: "largest request body in bytes"},
+		{Key: "replicate-every", Aliases: []string{"mirror-every"}, Commands: serve, Kind: settings.Duration, Default: pod.DefaultReplicateEvery.String(),
+			Usage: "with --durable object or postgres: copy the primary into its replica, the coverage table, this often, so that the map, the gap metrics and any engine can read it (0: never)"},
+		{Key: "source", Env: "COVMIRROR_SOURCES", Commands: serve, Kind: settings.Map, Entry: "NAME", Add: addSource,
+			Usage: "a source's regime, NAME=stored or NAME=broker-managed, repeatable: stored sources keep positions through PUT /v1/positions/NAME"},
+		{Key: "allow-hosts", Flag: "allow-host", Commands: serve, Kind: settings.List, Repeatable: true,
+			Usage: "a host name requests may give as Host besides localhost, IP addresses and --addr's host, e.g. a Service's DNS name; repeatable"},
+		{Key: "sync", Commands: serve, Kind: settings.Bool, Usage: "fsync the local tier's write-ahead log at every commit, so that a 200 survives a power loss too (off: a 200 survives a SIGKILL or OOM kill once its write-behind commit ran, within milliseconds; a power loss costs what was not synced)"},
+		{Key: "sinks", Commands: serve, Kind: settings.List, Parse: parseSinks,
+			Usage: "the sinks the pipeline writes every topic to, comma-separated: the API, the map and the gap metrics plan their gaps in a topic they have no rows of (one lost on every destination), besides the sinks with rows"},
+	}
+}()
+
+// tierSettings are the durable tier's settings from the global ones.
+func tierSettings(set *settings.Set) tier.Settings {
+	return tier.Settings{Kind: set.String("durable"), State: set.String("state"), CatalogProps: set.Map("catalog"),
+		Namespace: set.String("namespace"), Table: set.String("table"), Writer: set.String("writer"),
+		Object: tier.ObjectSettings{URL: set.String("object.url"), S3Endpoint: set.String("object.s3.endpoint"), S3Region: set.String("object.s3.region"),
+			S3ForcePathStyle: set.Bool("object.s3.force-path-style"), UnsafeStore: set.Bool("object.unsafe-store")},
+		Postgres: tier.PostgresSettings{URL: set.String("postgres.url"), Schema: set.String("postgres.schema")}}
+}
+
+func addProp(props map[string]string, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("catalog property %q is not key=value", kv)
+	}
+	props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	return nil
+}
+
+// addStart reads one stream start, TOPIC=N.
+func addStart(starts map[string]string, kv string) error {
+	topic, n, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("stream start %q is not TOPIC=N", kv)
+	}
+	topic, n = strings.TrimSpace(topic), strings.TrimSpace(n)
+	if _, err := coverage.ParseStart(topic, n); err != nil {
+		return err
+	}
+	if _, dup := starts[topic]; dup {
+		return fmt.Errorf("stream start of %s is given twice: give each topic one", topic)
+	}
+	starts[topic] = n
+	return nil
+}
+
+func addSource(sources map[string]string, kv string) error {
+	name, regime, ok := strings.Cut(kv, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
+	}
+	if _, err := coverage.ParseRegime(regime); err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	if _, dup := sources[name]; dup {
+		return fmt.Errorf("source %s is declared twice", name)
+	}
+	sources[name] = strings.TrimSpace(regime)
+	return nil
+}
+
+// parseSinks reads sink names, comma-separated, each valid
+// (recovery.PlanOptions.Sinks).
+func parseSinks(v string) ([]string, error) {
+	var sinks []string
+	for _, name := range strings.Split(v, ",") {
+		d := coverage.Destination{Sink: strings.TrimSpace(name), Topic: "t"}
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
+		}
+		sinks = append(sinks, d.Sink)
+	}
+	return sinks, nil
+}

@@ -1,0 +1,144 @@
+package settings
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Redact is a connection string with its password replaced by xxxxx, for
+// usage, errors and logs: a URL's user password and password= parameter,
+// and a key=value DSN's password. A setting that is neither is returned as
+// it is.
+func Redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" {
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// dsnPassword is a key=value DSN's password, quoted ('...' with \' and \\
+// escapes) or not.
+var dsnPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']\S*)`)
+
+// secretValue is a Secret setting's flag: printed redacted, its default
+// in --help and a second value's error.
+type secretValue struct{ p *string }
+
+func (f secretValue) Set(s string) error { *f.p = s; return nil }
+
+func (f secretValue) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return Redact(*f.p)
+}
+
+func isSecret(v flag.Value) bool {
+	if o, ok := v.(*onceValue); ok {
+		v = o.Value
+	}
+	_, ok := v.(secretValue)
+	return ok
+}
+
+// Parse parses fs's flags silently: the flag package would print a bad
+// flag's error and the whole usage, and the caller prints the error again.
+// Every flag but the repeatable ones takes one value (a second would
+// silently replace the first: a wrong answer where the flag is --sink or
+// --reference). It returns flag.ErrHelp after printing the usage for
+// --help, and a refused value with the secret flags' values redacted.
+func Parse(fs *flag.FlagSet, args []string, repeatable func(name string) bool) error {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, wrapped := f.Value.(*onceValue); !wrapped && !repeatable(f.Name) {
+			f.Value = &onceValue{Value: f.Value, name: f.Name}
+		}
+	})
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	}
+	return redactFlagError(err, fs, args)
+}
+
+// onceValue refuses a flag's second value.
+type onceValue struct {
+	flag.Value
+	name string
+	seen bool
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.seen {
+		if isSecret(v.Value) {
+			s = Redact(s) // the first is redacted by its String
+		}
+		return fmt.Errorf("given twice (%q, then %q): give --%s once", v.Value.String(), s, v.name)
+	}
+	v.seen = true
+	return v.Value.Set(s)
+}
+
+// String is the wrapped value's; "" for the zero onceValue, on which the
+// flag package calls it to tell a default from none in --help.
+func (v *onceValue) String() string {
+	if v == nil || v.Value == nil {
+		return ""
+	}
+	return v.Value.String()
+}
+
+// IsBoolFlag keeps -json and the like valid without a value.
+func (v *onceValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// redactFlagError is err with the values args give fs's secret flags
+// redacted: the flag package quotes a value it refused.
+func redactFlagError(err error, fs *flag.FlagSet, args []string) error {
+	secret := func(name string) bool {
+		f := fs.Lookup(strings.TrimLeft(name, "-"))
+		return f != nil && isSecret(f.Value)
+	}
+	msg := err.Error()
+	for i, a := range args {
+		name, value, inline := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "-") || !secret(name) {
+			continue
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				continue
+			}
+			value = args[i+1]
+		}
+		if r := Redact(value); r != value {
+			// as given, and as the flag package quotes it (%q)
+			msg = strings.ReplaceAll(msg, value, r)
+			msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(r))
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,361 @@
+package settings
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is a setting's type.
+type Kind int
+
+// The kinds of setting.
+const (
+	String   Kind = iota
+	Bool          // true or false
+	Duration      // time.ParseDuration
+	Int64         // a decimal integer
+	Secret        // a string printed redacted
+	List          // comma-separated; the flag is repeatable with Repeatable, else one comma-separated value
+	Map           // NAME=VALUE entries: a repeatable flag, comma-separated in the environment, KEY.NAME = VALUE lines in the file
+)
+
+// EnvPrefix begins every environment variable's name.
+const EnvPrefix = "COVMIRROR_"
+
+// Setting is one row of the table.
+type Setting struct {
+	// Key is the configuration-file key; for a Map, the prefix of its
+	// KEY.NAME lines.
+	Key string
+	// Flag is the flag's name; zero: Key with dots as dashes.
+	Flag string
+	// Env is the environment variable; zero: EnvPrefix and Key in capitals,
+	// dots and dashes as underscores; "-": none.
+	Env string
+	// Aliases are former keys, accepted as flag, variable and file key
+	// (each derived as above).
+	Aliases []string
+	Kind    Kind
+	// Default is the value when no flag, variable or file gives one.
+	Default string
+	// Usage is the flag's help; where else it can be given is appended.
+	Usage string
+	// Entry names a Map's entries in messages (PROPERTY, NAME, TOPIC).
+	Entry string
+	// Commands are the commands whose flags hold it; none: the global
+	// flags.
+	Commands []string
+	// Repeatable lets a List's flag be given more than once, adding.
+	Repeatable bool
+	// Add adds one NAME=VALUE entry of a Map to m, checking it.
+	Add func(m map[string]string, kv string) error
+	// Parse reads a List's comma-separated value (a flag's, the
+	// variable's or the file's); nil: SplitList.
+	Parse func(raw string) ([]string, error)
+}
+
+func (s *Setting) parseList(raw string) ([]string, error) {
+	if s.Parse == nil {
+		return SplitList(raw), nil
+	}
+	return s.Parse(raw)
+}
+
+// FlagName is the setting's flag.
+func (s *Setting) FlagName() string { return flagOf(s.Key, s.Flag) }
+
+// EnvName is the setting's environment variable, "" for none.
+func (s *Setting) EnvName() string { return envOf(s.Key, s.Env) }
+
+func flagOf(key, override string) string {
+	if override != "" {
+		return override
+	}
+	return strings.ReplaceAll(key, ".", "-")
+}
+
+func envOf(key, override string) string {
+	switch override {
+	case "-":
+		return ""
+	case "":
+		return EnvPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+	}
+	return override
+}
+
+func (s *Setting) usage() string {
+	var where []string
+	if env := s.EnvName(); env != "" {
+		if s.Kind == List || s.Kind == Map {
+			env += ", comma-separated"
+		}
+		where = append(where, "env "+env)
+	}
+	if s.Kind == Map {
+		where = append(where, "config file "+s.Key+"."+s.Entry+" = VALUE")
+	} else {
+		where = append(where, "config file "+s.Key)
+	}
+	u := s.Usage + " (" + strings.Join(where, "; ") + ")"
+	if len(s.Aliases) > 0 {
+		var old []string
+		for _, a := range s.Aliases {
+			old = append(old, "--"+flagOf(a, ""))
+		}
+		u += "; formerly " + strings.Join(old, ", ") + ", still accepted"
+	}
+	return u
+}
+
+// Set is the table with the configuration file read: the values of the
+// settings a flag set was registered with.
+type Set struct {
+	table  []Setting
+	file   *File
+	values map[string]*value
+	errs   []error
+}
+
+type value struct {
+	s    *Setting
+	str  string
+	b    bool
+	d    time.Duration
+	n    int64
+	list []string
+	m    map[string]string
+	// fromFlag: the flag replaced the fallback (lists and maps).
+	fromFlag bool
+}
+
+// New is the table with the file read (nil: no file).
+func New(table []Setting, file *File) *Set {
+	if file == nil {
+		file = &File{values: map[string]string{}, maps: map[string]map[string]string{}}
+	}
+	return &Set{table: table, file: file, values: map[string]*value{}}
+}
+
+// Register adds the flags of command's settings ("" for the global ones)
+// to fs, each with its fallback (environment, file, default) as the
+// flag's default, so that --help shows what applies.
+func (set *Set) Register(fs *flag.FlagSet, command string) {
+	for i := range set.table {
+		s := &set.table[i]
+		if (command == "") != (len(s.Commands) == 0) || (command != "" && !slices.Contains(s.Commands, command)) {
+			continue
+		}
+		v := &value{s: s}
+		set.values[s.Key] = v
+		names := []string{s.FlagName()}
+		for _, a := range s.Aliases {
+			names = append(names, flagOf(a, ""))
+		}
+		fb, err := set.fallback(s)
+		if err != nil {
+			set.errs = append(set.errs, err)
+		}
+		for i, name := range names {
+			use := s.usage()
+			if i > 0 {
+				use = "the former name of --" + names[0]
+			}
+			switch s.Kind {
+			case String:
+				fs.StringVar(&v.str, name, fb.str, use)
+			case Secret:
+				v.str = fb.str
+				fs.Var(secretValue{&v.str}, name, use)
+			case Bool:
+				fs.BoolVar(&v.b, name, fb.b, use)
+			case Duration:
+				fs.DurationVar(&v.d, name, fb.d, use)
+			case Int64:
+				fs.Int64Var(&v.n, name, fb.n, use)
+			case List, Map:
+				v.list, v.m = fb.list, fb.m
+				fs.Var(collection{v}, name, use)
+			}
+		}
+	}
+}
+
+// fallback is a setting's value without its flag.
+func (set *Set) fallback(s *Setting) (*value, error) {
+	raw, from, ok := "", "", false
+	for _, key := range append([]string{s.Key}, s.Aliases...) {
+		if env := envOf(key, s.Env); env != "" && os.Getenv(env) != "" {
+			raw, from, ok = os.Getenv(env), env, true
+			break
+		}
+	}
+	v := &value{s: s, m: map[string]string{}}
+	if !ok && s.Kind == Map {
+		for _, key := range append([]string{s.Key}, s.Aliases...) {
+			if m := set.file.maps[key]; len(m) > 0 {
+				v.m = m
+				return v, nil
+			}
+		}
+		return v, nil
+	}
+	if !ok {
+		for _, key := range append([]string{s.Key}, s.Aliases...) {
+			if fv, in := set.file.values[key]; in {
+				raw, from, ok = fv, set.file.where(key), true
+				break
+			}
+		}
+	}
+	if !ok {
+		raw, from = s.Default, "the default of --"+s.FlagName()
+	}
+	if err := v.parse(raw); err != nil {
+		v.parse(s.Default)
+		return v, fmt.Errorf("%s: %w", from, err)
+	}
+	return v, nil
+}
+
+// parse sets v from a value given outside a flag.
+func (v *value) parse(raw string) error {
+	var err error
+	switch v.s.Kind {
+	case String, Secret:
+		v.str = raw
+	case Bool:
+		if raw != "" {
+			if v.b, err = strconv.ParseBool(raw); err != nil {
+				return fmt.Errorf("%s %q: use true or false", v.s.Key, raw)
+			}
+		}
+	case Duration:
+		if raw != "" {
+			if v.d, err = time.ParseDuration(raw); err != nil {
+				return fmt.Errorf("%s %q: a duration such as 30s or 1m", v.s.Key, raw)
+			}
+		}
+	case Int64:
+		if raw != "" {
+			if v.n, err = strconv.ParseInt(raw, 10, 64); err != nil {
+				return fmt.Errorf("%s %q: an integer", v.s.Key, raw)
+			}
+		}
+	case List:
+		if raw != "" {
+			v.list, err = v.s.parseList(raw)
+		}
+		return err
+	case Map:
+		for _, kv := range strings.Split(raw, ",") {
+			if err := v.s.Add(v.m, kv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Err is what was wrong in the environment or the file for the settings
+// registered so far: a usage mistake.
+func (set *Set) Err() error { return errors.Join(set.errs...) }
+
+func (set *Set) get(key string) *value {
+	v := set.values[key]
+	if v == nil {
+		panic("settings: " + key + " was not registered") // a bug in the table's use
+	}
+	return v
+}
+
+// String is a String or Secret setting's value.
+func (set *Set) String(key string) string { return set.get(key).str }
+
+// Bool is a Bool setting's value.
+func (set *Set) Bool(key string) bool { return set.get(key).b }
+
+// Duration is a Duration setting's value.
+func (set *Set) Duration(key string) time.Duration { return set.get(key).d }
+
+// Int64 is an Int64 setting's value.
+func (set *Set) Int64(key string) int64 { return set.get(key).n }
+
+// List is a List setting's value.
+func (set *Set) List(key string) []string { return set.get(key).list }
+
+// Map is a Map setting's value.
+func (set *Set) Map(key string) map[string]string { return set.get(key).m }
+
+// IsBool reports whether the flag name (an alias included) is a Bool
+// setting's, which takes no separate value.
+func IsBool(table []Setting, name string) bool {
+	for _, s := range table {
+		if s.Kind != Bool {
+			continue
+		}
+		if s.FlagName() == name || slices.ContainsFunc(s.Aliases, func(a string) bool { return flagOf(a, "") == name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Repeatable reports whether the flag name is a repeatable setting's.
+func Repeatable(table []Setting, name string) bool {
+	for _, s := range table {
+		if (s.Kind == Map || s.Repeatable) && s.FlagName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// collection is a List's or Map's flag: its first value replaces the
+// fallback, later ones add to it (or, for a List that is not Repeatable,
+// the once-rule of the caller refuses them).
+type collection struct{ v *value }
+
+func (c collection) String() string {
+	if c.v == nil {
+		return ""
+	}
+	if c.v.s.Kind == Map {
+		return ""
+	}
+	return strings.Join(c.v.list, ",")
+}
+
+func (c collection) Set(x string) error {
+	v := c.v
+	if !v.fromFlag {
+		v.fromFlag, v.list, v.m = true, nil, map[string]string{}
+	}
+	if v.s.Kind == Map {
+		return v.s.Add(v.m, x)
+	}
+	if v.s.Repeatable {
+		v.list = append(v.list, strings.TrimSpace(x))
+		return nil
+	}
+	list, err := v.s.parseList(x)
+	v.list = append(v.list, list...)
+	return err
+}
+
+// SplitList is a comma-separated list's non-empty items, trimmed.
+func SplitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

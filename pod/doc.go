@@ -1,0 +1,23 @@
+// Package pod runs one covmirror pod in-process: the pod `covmirror serve`
+// runs, for a program that embeds covmirror. Start opens the coverage
+// table, the durable tier (tier.Open), the stored sources' positions, the
+// local tier, the Mirror that checkpoints it, the record API (sidecar)
+// with /metrics, /debug/coverage and the coverage map, the gap metrics
+// and, when the table is the replica of another tier, the replica loop;
+// Run checkpoints every Options.Interval until its context ends, then
+// shuts the pod down.
+//
+// The invariant it owns is the shutdown order, which makes a 200 mean what
+// the final checkpoint carries:
+//
+//  1. the background jobs (gap metrics, replica loop) stop;
+//  2. the record API stops accepting, answers 503 to new writes and lets
+//     requests in flight finish within Options.ShutdownWindow; a record
+//     request not done by then answers 503 and its caller retries it;
+//  3. the Mirror closes: its final checkpoint carries every record
+//     answered 200 (sidecar's record gate waits for them before it);
+//  4. the positions, then the durable tier are closed.
+//
+// A write the durable tier refused stays pending in the local tier; the
+// next pod on this state directory checkpoints it.
+package pod

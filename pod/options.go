@@ -1,0 +1,114 @@
+package pod
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/tier"
+)
+
+// DefaultAddr is Options.Addr's default: loopback, so that no other host
+// reaches the API without a token.
+const DefaultAddr = "127.0.0.1:9464"
+
+// DefaultReplicateEvery is Options.ReplicateEvery's default.
+const DefaultReplicateEvery = time.Minute
+
+// DefaultShutdownWindow is Options.ShutdownWindow's default: how long the
+// shutdown waits for requests in flight.
+const DefaultShutdownWindow = 10 * time.Second
+
+// Never, as Options.ReplicateEvery, turns the replica loop off.
+const Never time.Duration = -1
+
+// Options configure a pod. The zero value, after EnsureDefaults, is the
+// pod `covmirror serve` runs with no flags: the coverage table in the
+// embedded catalog under tier.DefaultState, the API on DefaultAddr.
+type Options struct {
+	// Tier is the durable tier and the coverage table beside it.
+	Tier tier.Settings
+	// Addr is the TCP listen address of the record API, the coverage map,
+	// /metrics and /debug/coverage; zero: DefaultAddr. An address other
+	// hosts can reach needs Token.
+	Addr string
+	// Socket, if set, also serves the record API on a Unix socket there.
+	Socket string
+	// Interval is the checkpoint interval; zero: mirror.DefaultInterval.
+	Interval time.Duration
+	// MaxBodyBytes is the largest request body; zero:
+	// sidecar.DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ReplicateEvery is how often the durable tier is copied into the
+	// coverage table when the table is not the tier itself (Kind Object or
+	// Postgres); zero: DefaultReplicateEvery; Never: not at all.
+	ReplicateEvery time.Duration
+	// ShutdownWindow bounds the wait for requests in flight at shutdown;
+	// zero: DefaultShutdownWindow.
+	ShutdownWindow time.Duration
+	// Sources are the declared sources' regimes: stored ones keep
+	// positions through PUT /v1/positions/NAME.
+	Sources []coverage.Source
+	// Sinks are the sinks the pipeline writes every topic to (sidecar
+	// Options.Sinks).
+	Sinks []string
+	// Starts are the streams' declared first batch ids by topic.
+	Starts map[string]uint64
+	// Token, if set, is the bearer token every request over TCP must
+	// carry, but the map's page. It is never logged.
+	Token string
+	// AllowedHosts are Host names requests may give besides localhost, IP
+	// literals and Addr's host.
+	AllowedHosts []string
+	// Sync fsyncs the local tier's write-ahead log at every commit
+	// (local.Options.Sync).
+	Sync bool
+	// Logger gets the pod's log lines; nil: Tier.Logger, else discarded.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills in the zero fields' defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Logger == nil {
+		o.Logger = o.Tier.Logger
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Tier.Logger == nil {
+		o.Tier.Logger = o.Logger
+	}
+	o.Tier.EnsureDefaults()
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if o.Interval == 0 {
+		o.Interval = mirror.DefaultInterval
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = sidecar.DefaultMaxBodyBytes
+	}
+	if o.ReplicateEvery == 0 {
+		o.ReplicateEvery = DefaultReplicateEvery
+	}
+	if o.ShutdownWindow == 0 {
+		o.ShutdownWindow = DefaultShutdownWindow
+	}
+}
+
+// Validate checks the options after EnsureDefaults.
+func (o *Options) Validate() error {
+	if o.Interval < 0 || o.MaxBodyBytes < 0 || o.ShutdownWindow < 0 {
+		return errors.New("pod: the interval, the body limit and the shutdown window must be positive")
+	}
+	if o.ReplicateEvery < 0 && o.ReplicateEvery != Never {
+		return errors.New("pod: the replica interval must be positive, or Never")
+	}
+	if _, err := coverage.SourceRegimes(o.Sources); err != nil {
+		return err
+	}
+	return o.Tier.Validate()
+}

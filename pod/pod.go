@@ -1,0 +1,215 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapmetrics"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/replica"
+	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/sidecar/covmap"
+	"github.com/covmirror/covmirror/tier"
+)
+
+// Pod is a running pod: Start it, Run it until its context ends (or call
+// Shutdown), then read nothing more from it.
+type Pod struct {
+	opts      Options
+	table     *iceberg.Table
+	tier      durable.Tier
+	closer    io.Closer // the tier's
+	positions io.Closer // nil without stored sources
+	mirror    *mirror.Mirror
+	srv       *sidecar.Server
+	lns       []net.Listener
+	serveErr  chan error
+	// cancel stops the background jobs (gap metrics, replica loop).
+	cancel   context.CancelFunc
+	shutdown sync.Once
+	err      error
+}
+
+// Start opens the pod's tiers and listeners and starts serving; ctx bounds
+// the background jobs, which Shutdown also stops. On an error everything
+// opened is closed again.
+func Start(ctx context.Context, opts Options) (_ *Pod, err error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pod{opts: opts}
+	var undo []io.Closer
+	defer func() {
+		if err != nil {
+			for _, c := range slices.Backward(undo) {
+				err = errors.Join(err, c.Close())
+			}
+		}
+	}()
+	// The coverage table: the durable tier with Kind Iceberg, its replica
+	// otherwise (the map and the gap metrics read it).
+	if p.table, err = tier.OpenTable(ctx, opts.Tier); err != nil {
+		return nil, err
+	}
+	if p.tier, p.closer, err = tier.Open(ctx, opts.Tier, true); err != nil {
+		return nil, err
+	}
+	undo = append(undo, p.closer)
+	var positions coverage.PositionStore
+	if slices.ContainsFunc(opts.Sources, func(s coverage.Source) bool { return s.Regime == coverage.Stored }) {
+		if positions, p.positions, err = tier.OpenPositions(ctx, opts.Tier, p.table, opts.Sources); err != nil {
+			return nil, err
+		}
+		undo = append(undo, p.positions)
+	}
+	store, err := local.Open(local.Options{Dir: opts.Tier.LocalDir(), Logger: opts.Logger, Sync: opts.Sync})
+	if err != nil {
+		return nil, err
+	}
+	// The Mirror logs each failed checkpoint (and its retries); the loop
+	// never stops on one.
+	p.mirror, err = mirror.New(mirror.Options{Local: store, Durable: p.tier, Writer: opts.Tier.Writer, Logger: opts.Logger, Interval: opts.Interval, Positions: positions})
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	undo = append(undo, closeFunc(p.mirror.Close))
+	bg, cancel := context.WithCancel(ctx)
+	undo = append(undo, closeFunc(func() error { cancel(); return nil }))
+	if err := p.startSidecar(bg, store, positions); err != nil {
+		return nil, err
+	}
+	p.cancel = cancel
+	p.serveErr = make(chan error, len(p.lns))
+	for _, ln := range p.lns {
+		go func() { p.serveErr <- p.srv.Serve(ln) }()
+	}
+	if !opts.Tier.TableIsPrimary() && opts.ReplicateEvery > 0 {
+		go func() {
+			if err := replica.ReplicateEvery(bg, p.tier, p.table, opts.ReplicateEvery, replica.Options{Writer: opts.Tier.Writer, Logger: opts.Logger}); err != nil {
+				opts.Logger.Error("the replica job did not start; the coverage table is not kept up to date", "err", err)
+			}
+		}()
+	}
+	return p, nil
+}
+
+// closeFunc is a func as an io.Closer.
+type closeFunc func() error
+
+func (f closeFunc) Close() error { return f() }
+
+// Addr is the TCP listener's address.
+func (p *Pod) Addr() net.Addr { return p.lns[0].Addr() }
+
+// Mirror is the pod's Mirror, for a program that records in-process.
+func (p *Pod) Mirror() *mirror.Mirror { return p.mirror }
+
+// Run checkpoints every Options.Interval until ctx ends, then shuts the
+// pod down in the order doc.go states, and returns what failed.
+func (p *Pod) Run(ctx context.Context) error {
+	runErr := p.mirror.Run(ctx)
+	return errors.Join(runErr, p.Shutdown())
+}
+
+// Shutdown shuts the pod down (doc.go's order) once; later calls return
+// the first's result. Run calls it when its context ends: to stop a pod
+// that is running, end that context. Call it directly only for a pod that
+// was started and never run.
+func (p *Pod) Shutdown() error {
+	p.shutdown.Do(func() { p.err = p.stop() })
+	return p.err
+}
+
+func (p *Pod) stop() error {
+	p.cancel()
+	window := p.opts.ShutdownWindow
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), window)
+	defer cancel()
+	shutErr := p.srv.Shutdown(shutdownCtx)
+	if shutErr != nil {
+		shutErr = fmt.Errorf("requests still in flight %s after the shutdown began were left running: a record request among them answers 503 and its caller must retry it; every record answered 200 is in the final checkpoint: %w", window, shutErr)
+	}
+	err := errors.Join(shutErr, tier.ExplainWriteFailure(shutdownCtx, p.tier, p.mirror.Close()))
+	if p.positions != nil {
+		err = errors.Join(err, p.positions.Close())
+	}
+	for range p.lns {
+		if serr := <-p.serveErr; serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	return errors.Join(err, p.closer.Close())
+}
+
+// startSidecar builds the record API with /metrics, /debug/coverage and
+// the coverage map, and opens its listeners: TCP first, then the socket.
+func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions coverage.PositionStore) error {
+	o := p.opts
+	reg := prometheus.NewRegistry()
+	// The source extents the pipeline reports (PUT /v1/extents), kept in
+	// memory: the gaps routes, the map and the gap metrics look for raw's
+	// holes over the same ones. Declared starts fill in an extent
+	// reported without a start.
+	extents := sidecar.NewExtentBook(0)
+	gaps, _ := gapmetrics.New(gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks}) // fails only without a table
+	reg.MustRegister(p.mirror.Collector(), gaps)
+	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table, until shutdown
+	extra := map[string]http.Handler{
+		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		"/debug/coverage": store.Handler(),
+	}
+	// The coverage map: GET / (the page) and GET /v1/map (its data).
+	// "GET /{$}" matches the root alone, so other unknown GETs stay the
+	// record API's JSON 404.
+	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: p.table, Extents: extents.Extents, Sinks: o.Sinks},
+		Pending: covmap.LocalPending{Store: store}, Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("coverage map: %w", err)
+	}
+	extra["GET /{$}"], extra["GET /v1/map"] = coverageMap, coverageMap
+	hosts := slices.Clone(o.AllowedHosts)
+	if host, _, err := net.SplitHostPort(o.Addr); err == nil && host != "" && net.ParseIP(host) == nil {
+		hosts = append(hosts, host)
+	}
+	opts := sidecar.Options{Mirror: p.mirror, Local: store, Durable: p.tier, Positions: positions, Sources: o.Sources,
+		MaxBodyBytes: o.MaxBodyBytes, Extra: extra, Logger: o.Logger, Starts: o.Starts, Extents: extents, Sinks: o.Sinks,
+		Token: o.Token, AllowedHosts: hosts}
+	if o.Token != "" {
+		opts.PublicPaths = []string{"/"} // the map's page holds no data and asks for the token itself
+	}
+	if p.srv, err = sidecar.New(opts); err != nil {
+		return err
+	}
+	if err := reg.Register(p.srv.Collector()); err != nil {
+		return fmt.Errorf("registering the record API's metrics: %w", err)
+	}
+	ln, err := sidecar.ListenTCP(o.Addr, o.Token != "", o.Logger)
+	if err != nil {
+		return err
+	}
+	p.lns = []net.Listener{ln}
+	if o.Socket != "" {
+		uln, err := sidecar.ListenUnix(o.Socket)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		p.lns = append(p.lns, uln)
+	}
+	return nil
+}

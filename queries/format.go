@@ -1,0 +1,95 @@
+package queries
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON prints the rows as a JSON array of objects whose keys keep the
+// columns' order.
+func (r *Result) WriteJSON(w io.Writer) error {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for n, row := range r.Rows {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		for i, col := range r.Columns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(col)
+			v, err := json.Marshal(row[i])
+			if err != nil {
+				return fmt.Errorf("query: column %s: %w", col, err)
+			}
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteCSV prints the rows as CSV with a header line.
+func (r *Result) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write(r.Columns)
+	for _, row := range r.Rows {
+		_ = cw.Write(cells(row))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable prints the rows under their column names, aligned, every line
+// after indent; "(no rows)" for none.
+func (r *Result) WriteTable(w io.Writer, indent string) error {
+	var buf strings.Builder
+	if len(r.Rows) == 0 {
+		buf.WriteString("(no rows)\n")
+	} else {
+		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(r.Columns, "\t"))
+		for _, row := range r.Rows {
+			fmt.Fprintln(tw, strings.Join(cells(row), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	text := strings.TrimSuffix(buf.String(), "\n")
+	_, err := io.WriteString(w, indent+strings.ReplaceAll(text, "\n", "\n"+indent)+"\n")
+	return err
+}
+
+// cells formats a row's values as text.
+func cells(row []any) []string {
+	out := make([]string, len(row))
+	for i, v := range row {
+		switch v := v.(type) {
+		case nil:
+			out[i] = ""
+		case string:
+			out[i] = v
+		case time.Time:
+			out[i] = v.UTC().Format(time.RFC3339Nano)
+		case int64:
+			out[i] = strconv.FormatInt(v, 10)
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
