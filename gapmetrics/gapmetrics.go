@@ -35,7 +35,7 @@ type Options struct {
 	// value: none known.
 	Extents func() []coverage.Extent
 	// Interval is the time between refreshes in Run. Every refresh reads
-	// the whole table, as recovery.Plan does. Zero value: 2m.
+	// the whole table, as recovery.Plan does. Zero value: DefaultInterval.
 	Interval time.Duration
 	// Timeout bounds one refresh. Zero value: Interval.
 	Timeout time.Duration
@@ -45,7 +45,7 @@ type Options struct {
 	// batches are exported by name, the reference always, and the rest
 	// summed into one series labelled sink="(other)" (gaps and missing
 	// batches summed, the oldest gap's age the oldest of theirs). Sinks
-	// still returns every sink. Zero value: 100.
+	// still returns every sink. Zero value: DefaultMaxSinks.
 	MaxSinks int
 	// Logger receives failed refreshes. Zero value: discard.
 	Logger *slog.Logger
@@ -53,19 +53,28 @@ type Options struct {
 	Now func() time.Time
 }
 
+// The defaults of Options, each used by name.
+const (
+	// DefaultInterval is the time between refreshes: each reads the whole
+	// table, so it is minutes, not seconds.
+	DefaultInterval = 2 * time.Minute
+	// DefaultMaxSinks bounds the sinks exported by name (three series each).
+	DefaultMaxSinks = 100
+)
+
 // EnsureDefaults fills in zero values.
 func (o *Options) EnsureDefaults() {
 	if o.Reference == "" {
 		o.Reference = coverage.RawSink
 	}
 	if o.Interval == 0 {
-		o.Interval = 2 * time.Minute
+		o.Interval = DefaultInterval
 	}
 	if o.Timeout == 0 {
 		o.Timeout = o.Interval
 	}
 	if o.MaxSinks == 0 {
-		o.MaxSinks = 100
+		o.MaxSinks = DefaultMaxSinks
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -194,8 +194,8 @@ func randomName() string {
 }
 
 // ReplicateEvery replicates primary into table now and then once per every
-// until ctx ends: the mirror job of `covmirror mirror --every` and `serve
-// --mirror-every`. A failed run is logged and the table lags until the
+// until ctx ends: the replica job of `covmirror replicate --every` and
+// `serve --replicate-every`. A failed run is logged and the table lags until the
 // next one; it never stops the job. It returns nil when ctx ends, and an
 // error, replicating nothing, for an interval that is not positive or
 // options Replicate refuses.
