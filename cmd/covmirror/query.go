@@ -38,7 +38,7 @@ const (
 )
 
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sinks a,b] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
 	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object or postgres their mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
@@ -50,6 +50,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
 	acked := extentsFlag(fs)
+	sinks := sinksFlag(fs, planSinksUse+" (gaps, summary, lag)")
 	binding := fs.String("binding", "", `force the coverage relation's binding: "read_parquet" (local warehouse) or "scan" (default: read_parquet when the warehouse is local)`)
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -83,6 +84,9 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if acked.set && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
 		return usageError{fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
+	if len(*sinks) > 0 && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
+		return usageError{fmt.Errorf("query: --sinks applies to %s, which plan the named sinks' gaps; %s does not", strings.Join(extentQueries, ", "), name)}
+	}
 	extents, err := g.readExtents("query", *acked)
 	if err != nil {
 		return err
@@ -91,7 +95,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if !*printSQL {
 			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents})
+		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks})
 		if err != nil {
 			return usageError{fmt.Errorf("query: %w", err)}
 		}
@@ -106,7 +110,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
 	}
-	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks}
 	var db *queries.DB
 	if readsPrimary {
 		primary, closer, err := tier.Open(ctx, g.tier, false)
