@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -364,6 +365,13 @@ func TestNextBackoff(t *testing.T) {
 		96 * time.Second, 192 * time.Second, 5 * time.Minute}
 	if !slices.Equal(got, want) {
 		t.Fatalf("backoff %v, want %v", got, want)
+	}
+	// No cap (MaxBackoff MaxInt64, which Options.Validate admits): the wait
+	// after many failures stays positive, never a tight loop.
+	for f := uint64(1); f <= 100; f++ {
+		if d := NextBackoff(interval, math.MaxInt64, f); d < time.Millisecond {
+			t.Fatalf("NextBackoff(30s, MaxInt64, %d) = %v", f, d)
+		}
 	}
 }
 

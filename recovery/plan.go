@@ -228,8 +228,22 @@ func (o *PlanOptions) EnsureDefaults() {
 // Validate reports invalid Extents (coverage.ValidateExtents); a reference
 // without rows is ErrNoReference, found against the table by Plan.
 func (o *PlanOptions) Validate() error {
+	if err := validSinks(o.Sinks); err != nil {
+		return err
+	}
 	_, err := extentsByPartition(o.Extents)
 	return err
+}
+
+// validSinks refuses a named sink no record could carry: it is planned as
+// a destination, and the queries refuse it too.
+func validSinks(sinks []string) error {
+	for _, sink := range sinks {
+		if err := (coverage.Destination{Sink: sink, Topic: "t"}).Validate(); err != nil {
+			return fmt.Errorf("recovery: PlanOptions.Sinks: %q: %w", sink, err)
+		}
+	}
+	return nil
 }
 
 // Plan is the single recovery worker's plan, from committed coverage only,
@@ -269,6 +283,9 @@ func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error)
 // definition the gap metrics share. opts is used as it is, without
 // EnsureDefaults.
 func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
+	if err := validSinks(opts.Sinks); err != nil {
+		return nil, err
+	}
 	refs := map[TopicPartition]*coverage.RangeSet{}
 	sinksOf := map[string][]string{} // topic -> sinks
 	for d, set := range all {

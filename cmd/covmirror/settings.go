@@ -32,15 +32,15 @@ var table = func() []settings.Setting {
 	host, _ := os.Hostname()
 	serve := []string{"serve"}
 	return []settings.Setting{
-		{Key: "state", Default: tier.DefaultState, Usage: "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured"},
+		{Key: "state", NonEmpty: true, Default: tier.DefaultState, Usage: "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured"},
 		{Key: "catalog", Flag: "catalog-prop", Env: "COVMIRROR_CATALOG_PROPS", Kind: settings.Map, Entry: "PROPERTY", Add: addProp,
 			Usage: "iceberg-go catalog property key=value, repeatable; none: the embedded SQLite catalog under --state"},
-		{Key: "namespace", Default: iceberg.DefaultNamespace, Usage: "namespace of the coverage table"},
-		{Key: "table", Default: iceberg.DefaultTableName, Usage: "name of the coverage table"},
-		{Key: "writer", Default: host, Usage: "this process's name in the table's rows"},
+		{Key: "namespace", NonEmpty: true, Default: iceberg.DefaultNamespace, Usage: "namespace of the coverage table"},
+		{Key: "table", NonEmpty: true, Default: iceberg.DefaultTableName, Usage: "name of the coverage table"},
+		{Key: "writer", NonEmpty: true, Default: host, Usage: "this process's name in the table's rows"},
 		{Key: "durable", Default: tier.Iceberg, Usage: "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable replica"},
 		{Key: "postgres.url", Kind: settings.Secret, Usage: "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here)"},
-		{Key: "postgres.schema", Default: postgres.DefaultSchema, Usage: "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing"},
+		{Key: "postgres.schema", NonEmpty: true, Default: postgres.DefaultSchema, Usage: "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing"},
 		{Key: "object.url", Usage: "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state"},
 		{Key: "object.s3.endpoint", Usage: "S3 endpoint URL for an S3-compatible store; none: AWS; credentials come from the AWS environment"},
 		{Key: "object.s3.region", Usage: "S3 region; none: the AWS environment's, else us-east-1"},

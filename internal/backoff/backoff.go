@@ -14,8 +14,8 @@ import (
 )
 
 // Exponential is the wait before retry attempt n (from 1): minimum doubled
-// per attempt after the first, capped at maximum. Attempts below 1 wait
-// minimum, and a minimum of zero or less never waits. A pure function, so a
+// per attempt after the first, capped at maximum (however large: it never wraps). Attempts below 1
+// wait minimum, and a minimum of zero or less never waits. A pure function, so a
 // schedule is testable without sleeping.
 func Exponential(attempt int, minimum, maximum time.Duration) time.Duration {
 	if minimum <= 0 {
@@ -23,6 +23,11 @@ func Exponential(attempt int, minimum, maximum time.Duration) time.Duration {
 	}
 	d := minimum
 	for i := 1; i < attempt && d < maximum; i++ {
+		if d > maximum/2 {
+			// Doubling would pass the cap, or wrap past the largest
+			// duration to zero or below: a tight retry loop.
+			return maximum
+		}
 		d *= 2
 	}
 	return min(d, maximum)

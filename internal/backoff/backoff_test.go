@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -69,5 +70,29 @@ func TestEqualJitterBounds(t *testing.T) {
 				t.Fatalf("attempt %d: wait %v outside [%v, %v]", attempt, w, d/2, d)
 			}
 		}
+	}
+}
+
+// TestHugeMaximumNeverWraps: a maximum meaning "no cap" (MaxInt64, which
+// the tiers' options accept) keeps every wait at or above the minimum and
+// at or below the maximum: doubling past 2^63 must not wrap to zero or
+// below, a tight retry loop.
+func TestHugeMaximumNeverWraps(t *testing.T) {
+	for _, maximum := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64/2 + 1, 3 * time.Millisecond} {
+		for attempt := 1; attempt <= 200; attempt++ {
+			d := Exponential(attempt, 2*time.Millisecond, maximum)
+			if d < min(2*time.Millisecond, maximum) || d > maximum {
+				t.Fatalf("Exponential(%d, 2ms, %d) = %v: outside [min, max]", attempt, maximum, d)
+			}
+		}
+	}
+	positive := 0
+	for range 100 {
+		if FullJitter(44, 2*time.Millisecond, math.MaxInt64) > 0 {
+			positive++
+		}
+	}
+	if positive == 0 {
+		t.Error("FullJitter(44, 2ms, MaxInt64) is always 0: every late retry runs at once")
 	}
 }

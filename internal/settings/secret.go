@@ -23,8 +23,14 @@ func Redact(s string) string {
 		}
 		return u.Redacted()
 	}
+	// A URL net/url refuses (a bare % in its password) still has its
+	// userinfo redacted: up to the last @ before the host.
+	s = urlUserinfo.ReplaceAllString(s, "${1}xxxxx@")
 	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 }
+
+// urlUserinfo is a URL's user:password@, found without parsing the URL.
+var urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:)[^/?#]*@`)
 
 // dsnPassword is a key=value DSN's password, quoted ('...' with \' and \\
 // escapes) or not.

@@ -53,6 +53,10 @@ type Setting struct {
 	Commands []string
 	// Repeatable lets a List's flag be given more than once, adding.
 	Repeatable bool
+	// NonEmpty refuses an empty String given by a flag or the file (a
+	// template that came out empty): the default stands in only for a
+	// setting given nowhere, never for one given as nothing.
+	NonEmpty bool
 	// Add adds one NAME=VALUE entry of a Map to m, checking it.
 	Add func(m map[string]string, kv string) error
 	// Parse reads a List's comma-separated value (a flag's, the
@@ -121,6 +125,14 @@ type Set struct {
 	file   *File
 	values map[string]*value
 	errs   []error
+	// formers are the flag sets registered with a setting that has
+	// former names, and its names (the first the setting's own).
+	formers []former
+}
+
+type former struct {
+	fs    *flag.FlagSet
+	names []string
 }
 
 type value struct {
@@ -158,6 +170,9 @@ func (set *Set) Register(fs *flag.FlagSet, command string) {
 		for _, a := range s.Aliases {
 			names = append(names, flagOf(a, ""))
 		}
+		if len(names) > 1 {
+			set.formers = append(set.formers, former{fs, names})
+		}
 		fb, err := set.fallback(s)
 		if err != nil {
 			set.errs = append(set.errs, err)
@@ -169,7 +184,12 @@ func (set *Set) Register(fs *flag.FlagSet, command string) {
 			}
 			switch s.Kind {
 			case String:
-				fs.StringVar(&v.str, name, fb.str, use)
+				if s.NonEmpty {
+					v.str = fb.str
+					fs.Var(nonEmptyValue{&v.str}, name, use)
+				} else {
+					fs.StringVar(&v.str, name, fb.str, use)
+				}
 			case Secret:
 				v.str = fb.str
 				fs.Var(secretValue{&v.str}, name, use)
@@ -191,6 +211,9 @@ func (set *Set) Register(fs *flag.FlagSet, command string) {
 func (set *Set) fallback(s *Setting) (*value, error) {
 	raw, from, ok := "", "", false
 	for _, key := range append([]string{s.Key}, s.Aliases...) {
+		// The current name's variable over a former one's: variables
+		// gather from several places (a pod spec, a config map) while a
+		// rename rolls out.
 		if env := envOf(key, s.Env); env != "" && os.Getenv(env) != "" {
 			raw, from, ok = os.Getenv(env), env, true
 			break
@@ -209,9 +232,15 @@ func (set *Set) fallback(s *Setting) (*value, error) {
 	if !ok {
 		for _, key := range append([]string{s.Key}, s.Aliases...) {
 			if fv, in := set.file.values[key]; in {
+				if ok {
+					return v, fmt.Errorf("%s and %s are the same setting (one its former name): give one", from, set.file.where(key))
+				}
 				raw, from, ok = fv, set.file.where(key), true
-				break
 			}
+		}
+		if ok && s.NonEmpty && strings.TrimSpace(raw) == "" {
+			v.parse(s.Default)
+			return v, fmt.Errorf("%s: %s is empty: give a value or remove the line for the default (%q)", from, s.Key, s.Default)
 		}
 	}
 	if !ok {
@@ -249,8 +278,10 @@ func (v *value) parse(raw string) error {
 			}
 		}
 	case List:
-		if raw != "" {
-			v.list, err = v.s.parseList(raw)
+		// Outside a flag, empty items (a trailing comma in a file or a
+		// variable) are skipped, as they always were; the rest are checked.
+		if items := SplitList(raw); len(items) > 0 {
+			v.list, err = v.s.parseList(strings.Join(items, ","))
 		}
 		return err
 	case Map:
@@ -264,8 +295,45 @@ func (v *value) parse(raw string) error {
 }
 
 // Err is what was wrong in the environment or the file for the settings
-// registered so far: a usage mistake.
-func (set *Set) Err() error { return errors.Join(set.errs...) }
+// registered so far, or in the flags parsed so far (a setting given under
+// two of its names: a former name is the same flag, taken once): a usage
+// mistake.
+func (set *Set) Err() error {
+	errs := slices.Clone(set.errs)
+	for _, f := range set.formers {
+		if !f.fs.Parsed() {
+			continue
+		}
+		var given []string
+		f.fs.Visit(func(fl *flag.Flag) {
+			if slices.Contains(f.names, fl.Name) {
+				given = append(given, "--"+fl.Name)
+			}
+		})
+		if len(given) > 1 {
+			errs = append(errs, fmt.Errorf("%s are the same setting, under its name and a former one: give --%s once", strings.Join(given, " and "), f.names[0]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nonEmptyValue is a NonEmpty String's flag.
+type nonEmptyValue struct{ p *string }
+
+func (f nonEmptyValue) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty: give a value, or leave the flag out for the default")
+	}
+	*f.p = s
+	return nil
+}
+
+func (f nonEmptyValue) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
 
 func (set *Set) get(key string) *value {
 	v := set.values[key]

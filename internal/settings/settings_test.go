@@ -122,3 +122,65 @@ func TestUnknownKey(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// loadFile is the configuration file text read for table.
+func loadFile(t *testing.T, table []Setting, text string) *File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.conf")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func noRepeat(string) bool { return false }
+
+// TestFormerNameGivenTwice: a setting given under its name and a former one
+// is refused as a flag given twice, in the flags and in the file.
+func TestFormerNameGivenTwice(t *testing.T) {
+	set := New(testTable(), nil)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	set.Register(fs, "serve")
+	if err := Parse(fs, []string{"--replicate-every", "0", "--mirror-every", "1s"}, noRepeat); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Err(); err == nil || !strings.Contains(err.Error(), "give --replicate-every once") {
+		t.Errorf("--replicate-every and --mirror-every: %v, want a refusal", err)
+	}
+	set = New(testTable(), loadFile(t, testTable(), "replicate-every = 1m\nmirror-every = 2m\n"))
+	set.Register(flag.NewFlagSet("serve", flag.ContinueOnError), "serve")
+	if err := set.Err(); err == nil || !strings.Contains(err.Error(), "the same setting") {
+		t.Errorf("both names in the file: %v, want a refusal", err)
+	}
+}
+
+// TestEmptyGivenIsNotTheDefault: a NonEmpty setting given as nothing, by
+// flag or file, is refused rather than silently defaulted; given nowhere
+// it takes its default; and a list's empty items outside a flag are
+// skipped.
+func TestEmptyGivenIsNotTheDefault(t *testing.T) {
+	table := []Setting{{Key: "schema", NonEmpty: true, Default: "covmirror"}, {Key: "names", Kind: List}}
+	set := New(table, nil)
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	set.Register(fs, "")
+	if err := Parse(fs, []string{"--schema="}, noRepeat); err == nil {
+		t.Error("--schema= was accepted")
+	}
+	set = New(table, loadFile(t, table, "schema =\nnames = a, b,\n"))
+	set.Register(flag.NewFlagSet("x", flag.ContinueOnError), "")
+	if err := set.Err(); err == nil || !strings.Contains(err.Error(), "schema is empty") {
+		t.Errorf("schema = (empty) in the file: %v, want a refusal", err)
+	}
+	if got := set.List("names"); len(got) != 2 {
+		t.Errorf("names = a, b, : %q, want a and b", got)
+	}
+	set = New(table, nil)
+	set.Register(flag.NewFlagSet("x", flag.ContinueOnError), "")
+	if err := set.Err(); err != nil || set.String("schema") != "covmirror" {
+		t.Errorf("given nowhere: %q, %v, want the default", set.String("schema"), err)
+	}
+}
