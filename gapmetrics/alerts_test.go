@@ -69,9 +69,9 @@ func TestAlertsNameExistingMetrics(t *testing.T) {
 		t.Fatalf("deploy/alerts.yaml: %v", err)
 	}
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
-	g, err := New(Options{Table: e.table})
+	g, err := New(Options{Table: e.Table})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,12 +203,12 @@ func TestGapMetricsEmptyTable(t *testing.T) {
 // with the last success's time; once it is back, the next refresh succeeds.
 func TestGapMetricsRefreshFailure(t *testing.T) {
 	e := newEnv(t)
-	appendAt(t, e.table, "c1", "raw", "orders", 0, 0, 10, "lake", "orders", 0, 0, 4)
+	appendAt(t, e.Table, "c1", "raw", "orders", 0, 0, 10, "lake", "orders", 0, 0, 4)
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var logs syncBuffer
-	g, err := New(Options{Table: e.table, Now: clock, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second,
+	g, err := New(Options{Table: e.Table, Now: clock, Interval: 5 * time.Millisecond, Timeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 	}
 	good := g.Sinks()
 	okAt := now
-	e.cat.down.Store(true)
+	e.Cat.Down.Store(true)
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
@@ -250,7 +250,7 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 	if !strings.Contains(logs.String(), "gap metrics refresh failed") || !strings.Contains(logs.String(), errDown.Error()) {
 		t.Errorf("logs %q: want each failure with the catalog's error", logs.String())
 	}
-	e.cat.down.Store(false)
+	e.Cat.Down.Store(false)
 	if err := g.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -262,10 +262,10 @@ func TestGapMetricsRefreshFailure(t *testing.T) {
 // TestMetricsLint: names, help texts and units pass Prometheus's own lint.
 func TestMetricsLint(t *testing.T) {
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
-	g, _ := New(Options{Table: e.table})
-	appendAt(t, e.table, "c1", "raw", "orders", 0, 0, 10, "lake", "orders", 0, 0, 4)
+	g, _ := New(Options{Table: e.Table})
+	appendAt(t, e.Table, "c1", "raw", "orders", 0, 0, 10, "lake", "orders", 0, 0, 4)
 	if err := g.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

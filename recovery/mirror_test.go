@@ -16,7 +16,7 @@ import (
 // sinks, never that they are covered.
 func TestRebalance(t *testing.T) {
 	e := newEnv(t)
-	a := e.owner(t, "", "pod-a")
+	a := e.Owner(t, "", "pod-a")
 	sinks := []string{"lake", "search", "warehouse"}
 	all := append([]string{coverage.RawSink}, sinks...)
 	for _, sink := range all {
@@ -32,7 +32,7 @@ func TestRebalance(t *testing.T) {
 	// The source had acknowledged through batch 150 (raw was durable), so
 	// raw's own coverage of 101..150 is to verify, first.
 
-	got, err := Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
+	got, err := Resume(ctx, e.Table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRebalance(t *testing.T) {
 		}
 	}
 	// Without the source's position B still never hears 101..150 covered.
-	got, _ = Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks})
+	got, _ = Resume(ctx, e.Table, "orders", 4, ResumeOptions{Sinks: sinks})
 	for _, as := range got {
 		if slices.ContainsFunc(as.Covered, func(r coverage.Range) bool { return r.End > 101 }) {
 			t.Fatalf("%s: uncheckpointed batches reported covered: %v", as.Destination, as.Covered)
@@ -55,12 +55,12 @@ func TestRebalance(t *testing.T) {
 	}
 	// B verifies raw's 101..150 (raw holds them) and records that; then
 	// every sink is told to replay them.
-	b := e.owner(t, "", "pod-b")
+	b := e.Owner(t, "", "pod-b")
 	record(t, b, coverage.Destination{Sink: coverage.RawSink, Topic: "orders", Partition: 4}, 101, 151)
 	if err := b.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err = Resume(ctx, e.table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
+	got, err = Resume(ctx, e.Table, "orders", 4, ResumeOptions{Sinks: sinks, Extents: []coverage.Extent{{Topic: "orders", Partition: 4, Start: 1, End: 151}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestRebalance(t *testing.T) {
 // gets exactly [30,41) and [70,71); after replay and a checkpoint, nothing.
 func TestRecoveryPlan(t *testing.T) {
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders", Partition: 0}
 	lake := raw.WithSink("lake")
@@ -89,7 +89,7 @@ func TestRecoveryPlan(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := Plan(ctx, e.table, PlanOptions{MaxBatches: 8})
+	tasks, err := Plan(ctx, e.Table, PlanOptions{MaxBatches: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,13 +105,13 @@ func TestRecoveryPlan(t *testing.T) {
 	if err != nil || done != 3 {
 		t.Fatalf("recover: %d done, %v", done, err)
 	}
-	if tasks, _ := Plan(ctx, e.table, PlanOptions{}); len(tasks) != 2 {
+	if tasks, _ := Plan(ctx, e.Table, PlanOptions{}); len(tasks) != 2 {
 		t.Fatalf("before the checkpoint the committed plan must still show the gaps, got %v", tasks)
 	}
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if tasks, err := Plan(ctx, e.table, PlanOptions{}); err != nil || len(tasks) != 0 {
+	if tasks, err := Plan(ctx, e.Table, PlanOptions{}); err != nil || len(tasks) != 0 {
 		t.Fatalf("plan after replay and checkpoint: %v, %v", tasks, err)
 	}
 }

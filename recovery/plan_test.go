@@ -27,7 +27,7 @@ func testSeed(t *testing.T) uint64 { return testseed.Seed(t) }
 // once verified and re-recorded, lake's gap there appears.
 func TestPlanReportsReferenceHoles(t *testing.T) {
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	lake := raw.WithSink("lake")
@@ -37,7 +37,7 @@ func TestPlanReportsReferenceHoles(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := Plan(ctx, e.table, PlanOptions{})
+	tasks, err := Plan(ctx, e.Table, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestPlanReportsReferenceHoles(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{})
+	tasks, err = Plan(ctx, e.Table, PlanOptions{})
 	if want := []Task{{lake, rg(5, 6), KindReplay}}; err != nil || !slices.Equal(tasks, want) {
 		t.Fatalf("plan after verifying raw: %v, %v; want %v", tasks, err, want)
 	}
@@ -95,7 +95,7 @@ func (f verifierFunc) VerifyReference(ctx context.Context, task Task) ([]coverag
 // stays a hole the next plan reports again.
 func TestRecoverRecordsOnlyVerified(t *testing.T) {
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders", Partition: 3}
 	record(t, m, raw, 0, 10)
@@ -103,7 +103,7 @@ func TestRecoverRecordsOnlyVerified(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := Plan(ctx, e.table, PlanOptions{})
+	tasks, err := Plan(ctx, e.Table, PlanOptions{})
 	if want := []Task{{raw, rg(10, 20), KindVerifyReference}}; err != nil || !slices.Equal(tasks, want) {
 		t.Fatalf("plan %v, %v; want %v", tasks, err, want)
 	}
@@ -119,7 +119,7 @@ func TestRecoverRecordsOnlyVerified(t *testing.T) {
 	if got, want := committed(t, e, raw), []coverage.Range{rg(0, 10), rg(12, 15), rg(17, 18), rg(20, 30)}; !slices.Equal(got, want) {
 		t.Fatalf("raw committed %v, want %v", got, want)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{})
+	tasks, err = Plan(ctx, e.Table, PlanOptions{})
 	want := []Task{{raw, rg(10, 12), KindVerifyReference}, {raw, rg(15, 17), KindVerifyReference}, {raw, rg(18, 20), KindVerifyReference}}
 	if err != nil || !slices.Equal(tasks, want) {
 		t.Fatalf("plan after a partial verification %v, %v; want %v", tasks, err, want)
@@ -170,17 +170,17 @@ func TestRecoverWithoutVerifier(t *testing.T) {
 // error naming the reference and the sinks there are; an empty table is not.
 func TestPlanNoReference(t *testing.T) {
 	e := newEnv(t)
-	if tasks, err := Plan(ctx, e.table, PlanOptions{Reference: "rwa"}); err != nil || len(tasks) != 0 {
+	if tasks, err := Plan(ctx, e.Table, PlanOptions{Reference: "rwa"}); err != nil || len(tasks) != 0 {
 		t.Fatalf("empty table: %v, %v", tasks, err)
 	}
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
 	record(t, m, coverage.Destination{Sink: "raw", Topic: "t"}, 0, 5)
 	record(t, m, coverage.Destination{Sink: "lake", Topic: "t"}, 0, 5)
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Plan(ctx, e.table, PlanOptions{Reference: "rwa"})
+	_, err := Plan(ctx, e.Table, PlanOptions{Reference: "rwa"})
 	var nre *NoReferenceError
 	if !errors.Is(err, ErrNoReference) || !errors.As(err, &nre) || !slices.Equal(nre.Sinks, []string{"lake", "raw"}) || !strings.Contains(err.Error(), `"rwa"`) {
 		t.Fatalf("plan against a misspelled reference: %v", err)
@@ -393,7 +393,7 @@ func TestPlanModel(t *testing.T) {
 		m := randomModel(r)
 		m.bits[coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}] = map[uint64]bool{3: true, 9: true}
 		e := newEnv(t)
-		w := e.owner(t, "", "pod-a")
+		w := e.Owner(t, "", "pod-a")
 		for d, set := range m.sets(t) {
 			for rr := range set.All() {
 				record(t, w, d, rr.Start, rr.End)
@@ -402,13 +402,13 @@ func TestPlanModel(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := Plan(ctx, e.table, PlanOptions{MaxBatches: 7, Extents: m.extents()})
+		tasks, err := Plan(ctx, e.Table, PlanOptions{MaxBatches: 7, Extents: m.extents()})
 		if err != nil {
 			t.Fatalf("table round %d: %v", round, err)
 		}
 		checkPlan(t, m, tasks, 7)
 		for tp := range map[TopicPartition]bool{{"orders", 0}: true, {"users", 1}: true} {
-			as, err := Resume(ctx, e.table, tp.Topic, tp.Partition, ResumeOptions{Sinks: []string{"lake"}, Extents: m.extents()})
+			as, err := Resume(ctx, e.Table, tp.Topic, tp.Partition, ResumeOptions{Sinks: []string{"lake"}, Extents: m.extents()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -448,12 +448,12 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	e := newEnv(t)
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	later := []coverage.Range{{Start: 3, End: 10}}
-	if err := e.table.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
+	if err := e.Table.Append(ctx, durable.Checkpoint{Name: "pod/1", Writer: "pod", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: later}, {Destination: raw.WithSink("lake"), Ranges: later}}}); err != nil {
 		t.Fatal(err)
 	}
 	acked := []coverage.Extent{{Topic: "orders", End: 10}}
-	tasks, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
+	tasks, err := Plan(ctx, e.Table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,11 +461,11 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if !slices.Equal(tasks, want) {
 		t.Fatalf("raw committed from batch 3, source acked [0,10): plan %v, want %v", tasks, want)
 	}
-	later3, err := Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: []coverage.Extent{{Topic: "orders", Start: 3, End: 10}}})
+	later3, err := Plan(ctx, e.Table, PlanOptions{Sinks: []string{"lake"}, Extents: []coverage.Extent{{Topic: "orders", Start: 3, End: 10}}})
 	if err != nil || len(later3) != 0 {
 		t.Fatalf("stream starting at batch 3: plan %v, %v; want none", later3, err)
 	}
-	as, err := Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked})
+	as, err := Resume(ctx, e.Table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,17 +477,17 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 	if got := as[1].Replay; len(got) != 0 {
 		t.Fatalf("resume: lake's replay %v before raw's [0,3) is verified, want none", got)
 	}
-	if err := e.table.Append(ctx, durable.Checkpoint{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
+	if err := e.Table.Append(ctx, durable.Checkpoint{Name: "verify/1", Writer: "verifier", Ranges: []coverage.DestinationRanges{
 		{Destination: raw, Ranges: []coverage.Range{rg(0, 3)}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if as, err = Resume(ctx, e.table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked}); err != nil {
+	if as, err = Resume(ctx, e.Table, "orders", 0, ResumeOptions{Sinks: []string{"lake"}, Extents: acked}); err != nil {
 		t.Fatal(err)
 	}
 	if got := as[1].Replay; !slices.Equal(got, []coverage.Range{rg(0, 3)}) {
 		t.Fatalf("resume after raw's verification: lake's replay %v, want [0,3)", got)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
+	tasks, err = Plan(ctx, e.Table, PlanOptions{Sinks: []string{"lake"}, Extents: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,7 @@ func TestPlanSeesLeadingReferenceHole(t *testing.T) {
 // re-recorded, search's gap appears. Resume says the same.
 func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
 	e := newEnv(t)
-	m := e.owner(t, "", "pod-a")
+	m := e.Owner(t, "", "pod-a")
 	defer m.Close()
 	raw := coverage.Destination{Sink: coverage.RawSink, Topic: "orders"}
 	raw1 := raw
@@ -518,7 +518,7 @@ func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := Plan(ctx, e.table, PlanOptions{})
+	tasks, err := Plan(ctx, e.Table, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +530,7 @@ func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
 		d    coverage.Destination
 		want []coverage.Range
 	}{{raw, []coverage.Range{rg(0, 6)}}, {raw1, []coverage.Range{rg(20, 24)}}} {
-		as, err := Resume(ctx, e.table, tp.d.Topic, tp.d.Partition, ResumeOptions{Sinks: []string{"lake", "search"}})
+		as, err := Resume(ctx, e.Table, tp.d.Topic, tp.d.Partition, ResumeOptions{Sinks: []string{"lake", "search"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -545,7 +545,7 @@ func TestPlanSeesReferenceHolesUnderSinks(t *testing.T) {
 	if err := m.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err = Plan(ctx, e.table, PlanOptions{})
+	tasks, err = Plan(ctx, e.Table, PlanOptions{})
 	if want := []Task{{search, rg(0, 3), KindReplay}, {raw1.WithSink("search"), rg(20, 24), KindReplay}}; err != nil || !slices.Equal(tasks, want) {
 		t.Fatalf("plan after verifying raw: %v, %v; want %v", tasks, err, want)
 	}

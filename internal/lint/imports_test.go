@@ -27,6 +27,7 @@ var testOnly = []string{
 	"internal/childproc",
 	"internal/gapspec",
 	"internal/pipelinetest",
+	"internal/podtest",
 	"internal/scale",
 	"internal/seaweedtest",
 	"internal/tabletest",
