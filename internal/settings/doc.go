@@ -11,7 +11,16 @@
 //
 // Names derive from the configuration-file key: object.s3.region is the
 // flag --object-s3-region and the variable COVMIRROR_OBJECT_S3_REGION. A
-// former name (Setting.Aliases) keeps working in all three places.
+// former name (Setting.Aliases) keeps working in all three places; given
+// beside the current name it is the same flag given twice, or the same key
+// twice in the file, and refused, while in the environment the current
+// name's variable wins (variables gather from several places while a
+// rename rolls out).
+//
+// A default stands in for a setting given nowhere, never for one given as
+// nothing: a NonEmpty setting (a schema, a namespace) given empty by a flag
+// or the file is refused, since its default may be another pipeline's. A
+// list's empty items outside a flag (a trailing comma) are skipped.
 //
 // The configuration file is key = value lines; a key given twice is a
 // mistake, never "the last wins". A # at the start of a line or after a
