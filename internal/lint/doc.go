@@ -1,7 +1,10 @@
-// Package lint holds the tests of the import rules between covmirror's
-// packages, after Pebble's internal/lint. It has no code of its own: its
-// tests read the module's import graph with `go list` and fail, naming the
-// offending import, when a rule is broken.
+// Package lint holds the tests of the tree itself, after Pebble's
+// internal/lint: the import rules between covmirror's packages, the layout
+// table of docs/design.md, and the size rules (no non-test Go file over
+// 400 lines; cmd/ at most 1,400, since it only composes). It has no code
+// of its own: its tests read the module's import graph with `go list` and
+// the files git tracks, and fail, naming the offender, when a rule is
+// broken.
 //
 // # The invariant it owns
 //
