@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -91,6 +92,15 @@ func first(rs []coverage.Range) any {
 		return "nothing"
 	}
 	return rs[0]
+}
+
+// askable refuses a range past math.MaxInt64: the SQL and Iceberg sinks
+// keep batch ids as signed 64-bit integers.
+func askable(r coverage.Range) error {
+	if r.End > math.MaxInt64 {
+		return fmt.Errorf("range %v reaches past %d, the largest batch id a signed 64-bit column holds", r, int64(math.MaxInt64))
+	}
+	return nil
 }
 
 // heldOf builds the set of ids, refusing any outside ranges.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // registers "mysql"
@@ -141,8 +140,8 @@ func (c *SQLChecker) Count(ctx context.Context, d coverage.Destination, r covera
 }
 
 func sqlArgs(d coverage.Destination, r coverage.Range) ([]any, error) {
-	if r.End > math.MaxInt64 {
-		return nil, fmt.Errorf("range %v reaches past %d, the largest batch id an SQL checker can ask about", r, int64(math.MaxInt64))
+	if err := askable(r); err != nil {
+		return nil, err
 	}
 	return []any{d.Topic, int64(d.Partition), int64(r.Start), int64(r.End)}, nil
 }
