@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/recovery"
 	"github.com/covmirror/covmirror/reconcile"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // holdsAll is a sink that holds everything it is asked about.
