@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func (counts) Count(_ context.Context, _ coverage.Destination, r coverage.Range)
 }
 
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []reconcile.Options{{Sample: -1}, {MaxChecksPerSecond: -1}, {Sinks: []string{""}}, {Sinks: []string{"a\nb"}}} {
+	for _, o := range []reconcile.Options{{Sample: -1}, {MaxChecksPerSecond: -1}, {MaxChecksPerSecond: math.NaN()}, {Sinks: []string{""}}, {Sinks: []string{"a\nb"}}} {
 		if _, err := reconcile.Run(ctx, nil, nil, o); err == nil {
 			t.Errorf("Run took %+v", o)
 		}
