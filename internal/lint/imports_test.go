@@ -166,13 +166,14 @@ func TestLayering(t *testing.T) {
 	// internal/backoff is the retry schedule the tiers share, no tier.
 	only(t, "mirror", "coverage", "durable", "local", "internal/backoff")
 	only(t, "recovery", "coverage", "durable")
+	only(t, "reconcile", "coverage", "durable", "recovery", "internal/wirejson")
 }
 
-// TestNoConcreteTier: the checkpointer and the planner work on any
-// durable.Tier, so neither reaches a concrete one, even through another
+// TestNoConcreteTier: the checkpointer, the planner and reconcile work on any
+// durable.Tier, so none reaches a concrete one, even through another
 // package.
 func TestNoConcreteTier(t *testing.T) {
-	for _, p := range []string{"mirror", "recovery"} {
+	for _, p := range []string{"mirror", "recovery", "reconcile"} {
 		never(t, p, "it must work on any durable.Tier", tiers...)
 	}
 	never(t, "sidecar", "the sidecar takes its tiers as durable.Tier", "iceberg")

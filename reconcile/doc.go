@@ -1,0 +1,40 @@
+// Package reconcile proves that what coverage claims is really held by the
+// sinks: for each selected sink it reads committed coverage from a durable
+// tier, asks the sink's [Checker] which of those batch ids it holds, and
+// reports the claimed ranges the sink does not hold as rows of kind
+// claimed-absent, which [Tasks] turns into recovery replay tasks.
+//
+// # The invariant
+//
+// Coverage is recorded only after a sink's durable acknowledgement, so it can
+// lead only when something outside covmirror takes data away afterwards (a
+// restore from an older backup, a wrong truncation, a sink that acknowledged
+// and lost its write). This package finds such a lead and never makes
+// coverage worse while doing so:
+//
+//   - A reconcile never removes or shrinks coverage. It only reads the
+//     durable tier; union merge stays the rule.
+//   - A claimed-absent range becomes a replay, never a retraction: replaying
+//     batches a sink already holds is harmless (record-id dedup absorbs it),
+//     while retracting coverage could hide a later loss.
+//   - Nothing is reported absent because a check failed. A failed, timed-out
+//     or malformed check, or one naming batch ids outside the asked range, is
+//     an error naming the sink ([CheckError]); that sink's report then holds
+//     no claimed-absent rows at all.
+//
+// # Checkers
+//
+// [SQLChecker] runs the user's query through database/sql (PostgreSQL through
+// pgx's stdlib driver, MySQL and MariaDB through go-sql-driver/mysql),
+// [HTTPChecker] asks a service for JSON, and [IcebergChecker] scans a batch-id
+// column of an Iceberg sink table. A sink that can only count implements
+// [Counter]; [Counting] adapts it, treating a range whose count falls short
+// of its length as wholly suspect.
+//
+// # Dependencies
+//
+// reconcile imports coverage, durable (the tier it reads), recovery (the task
+// type it hands to the recovery worker) and internal/wirejson; of the
+// outside world, the two SQL drivers, iceberg-go and golang.org/x/time/rate.
+// It works on any durable.Tier and reaches no concrete tier.
+package reconcile

@@ -1,0 +1,66 @@
+//go:build integration
+
+package reconcile_test
+
+import (
+	"database/sql"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/covmirror/covmirror/reconcile"
+)
+
+// mysqlDSN is the MariaDB (or MySQL) the integration tests use:
+// COVMIRROR_TEST_MYSQL_DSN, else root without a password at
+// 127.0.0.1:3306, database test.
+func mysqlDSN() string {
+	if dsn := os.Getenv("COVMIRROR_TEST_MYSQL_DSN"); dsn != "" {
+		return dsn
+	}
+	return "root@tcp(127.0.0.1:3306)/test"
+}
+
+var myAdmin struct {
+	once sync.Once
+	db   *sql.DB
+	err  error
+}
+
+// myDB is one handle on the test MariaDB. An unreachable server fails the
+// test: it is never skipped.
+func myDB(t testing.TB) *sql.DB {
+	t.Helper()
+	myAdmin.once.Do(func() {
+		myAdmin.db, myAdmin.err = sql.Open(reconcile.DriverMySQL, mysqlDSN())
+		if myAdmin.err == nil {
+			myAdmin.err = myAdmin.db.PingContext(ctx)
+		}
+	})
+	if myAdmin.err != nil {
+		t.Fatal("MariaDB at " + mysqlDSN() + " is not reachable (" + myAdmin.err.Error() + "): start one, or set COVMIRROR_TEST_MYSQL_DSN")
+	}
+	return myAdmin.db
+}
+
+// myDialect is a fresh sink table on the test MariaDB, dropped when the
+// test ends.
+func myDialect(t *testing.T) dialect {
+	db := myDB(t)
+	table := "covmirror_it_" + strconv.FormatUint(rand.Uint64(), 36)
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" (topic varchar(255), part int, batch_id bigint)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
+			t.Errorf("drop table %s: %v", table, err)
+		}
+	})
+	return dialect{db: db, table: table, args: [4]string{"?", "?", "?", "?"}, ins: "?, ?, ?", del: "part = ? AND batch_id = ?", sleep: "SLEEP(5)", dual: " FROM DUAL"}
+}
+
+func TestMySQLSink(t *testing.T) { scenario(t, myDialect(t)) }
+
+func TestMySQLHostile(t *testing.T) { hostile(t, myDialect(t)) }
