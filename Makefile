@@ -46,10 +46,12 @@ test-slow: ## the whole suite, slow tests included (what make ci runs)
 # .ci/seaweedfs.sh builds (once, about 10 minutes; cached outside the
 # repository). An unreachable server fails, never skips. The end-to-end
 # pipeline test (internal/pipelinetest) embeds NATS JetStream and starts
-# its own redis-server.
-test-integration: ## tests against real servers: PostgreSQL, SeaweedFS, the NATS/Redis pipeline
+# its own redis-server. reconcile's sink-table tests also run on MariaDB at
+# 127.0.0.1:3306, user root, database test (COVMIRROR_TEST_MYSQL_DSN
+# overrides it; .ci/mariadb.sh starts one).
+test-integration: ## tests against real servers: PostgreSQL, MariaDB, SeaweedFS, the NATS/Redis pipeline
 	COVMIRROR_WEED=$$(bash .ci/seaweedfs.sh) && export COVMIRROR_WEED && \
-	$(GO) test -race -tags integration -run 'Postgres|SeaweedFS' -timeout 60m $(PKGS)
+	$(GO) test -race -tags integration -run 'Postgres|SeaweedFS|MySQL' -timeout 60m $(PKGS)
 
 # Benchmarks print each measurement beside its baseline from the same run
 # and the ratio between them: roaring64 for the range set, raw Pebble Sets
