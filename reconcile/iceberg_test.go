@@ -94,6 +94,7 @@ func TestIcebergSink(t *testing.T) {
 		}
 	}
 	record(t, cov, sink, "ckpt-1")
+	record(t, cov, coverage.RawSink, "ckpt-raw") // what the replays are read from
 
 	// A delete rewrites the data files that held the rows, without them.
 	var drop ice.BooleanExpression = ice.AlwaysFalse{}
@@ -120,6 +121,7 @@ func TestIcebergSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRows(t, "full", rep.Absent, wantAbsent(sink))
+	full := rep
 
 	s := &spy{Checker: c}
 	o := fast()
@@ -130,7 +132,7 @@ func TestIcebergSink(t *testing.T) {
 	}
 	sameRows(t, "sampled", rep.Absent, s.expectSampled(sink))
 
-	for _, task := range reconcile.Tasks(reconcile.Report{Absent: wantAbsent(sink)}, "") {
+	for _, task := range reconcile.Tasks(full, "", 0) {
 		appendRows(t, cat, ident, task.Destination.Partition, idsOf(task.Range)...)
 	}
 	record(t, cov, sink, "ckpt-2")

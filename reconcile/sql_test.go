@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/testseed"
 	"github.com/covmirror/covmirror/postgres"
@@ -84,6 +85,7 @@ func fill(t *testing.T, d dialect, sink string) *postgres.Tier {
 		}
 	}
 	record(t, tier, sink, "ckpt-1")
+	record(t, tier, coverage.RawSink, "ckpt-raw") // what the replays are read from
 	for p, ids := range deleted {
 		for _, id := range ids {
 			q := "DELETE FROM " + d.table + " WHERE " + d.del
@@ -111,6 +113,7 @@ func scenario(t *testing.T, d dialect) {
 		t.Fatal(err)
 	}
 	sameRows(t, "full", rep.Absent, wantAbsent(sink))
+	fullRep := rep
 
 	// By count, a short range is wholly suspect: the pieces holding a
 	// deleted batch.
@@ -154,7 +157,10 @@ func scenario(t *testing.T, d dialect) {
 	}
 
 	// Replay the tasks: write the batches back and record them again.
-	tasks := reconcile.Tasks(reconcile.Report{Absent: wantAbsent(sink)}, "")
+	tasks := reconcile.Tasks(fullRep, "", 0)
+	if len(tasks) != len(wantAbsent(sink)) {
+		t.Fatalf("tasks %+v, want one replay per claimed-absent row", tasks)
+	}
 	for _, task := range tasks {
 		if task.Kind != recovery.KindReplay {
 			t.Fatalf("task %+v is not a replay", task)
