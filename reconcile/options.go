@@ -36,8 +36,10 @@ type Options struct {
 	// or a part of MaxBatchesPerCheck batches of a longer one. Zero value:
 	// every piece (a full check).
 	Sample int
-	// Seed seeds the sample, so a sampled run can be replayed; the report
-	// says which seed was used. Zero value: a fresh seed from the clock.
+	// Seed seeds the sample; the report says which seed was used. The same
+	// Seed, Sample and MaxBatchesPerCheck over the same committed coverage
+	// ask the same pieces; coverage that has grown numbers its pieces anew,
+	// so the sample differs. Zero value: a fresh seed from the clock.
 	Seed uint64
 	// MaxChecksPerSecond bounds the calls to a checker, over all sinks.
 	// Zero value: DefaultMaxChecksPerSecond.
