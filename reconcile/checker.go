@@ -21,6 +21,9 @@ type Checker interface {
 
 // Counter is a sink that can only count: how many distinct batch ids of r
 // it holds for d. A count above r's length is an error (ErrOutOfRange).
+// Distinct matters: an at-least-once sink holds some batches twice, and a
+// count of rows (SQL's COUNT(*)) over the duplicates reaches r's length with
+// batches missing, hiding their absence; count COUNT(DISTINCT batch_id).
 type Counter interface {
 	Count(ctx context.Context, d coverage.Destination, r coverage.Range) (uint64, error)
 }
