@@ -44,6 +44,7 @@
 //
 // reconcile imports coverage, durable (the tier it reads), recovery (the task
 // type it hands to the recovery worker) and internal/wirejson; of the
-// outside world, the two SQL drivers, iceberg-go and golang.org/x/time/rate.
+// outside world, the two SQL drivers, iceberg-go, arrow-go (the record
+// batches an Iceberg scan returns) and golang.org/x/time/rate.
 // It works on any durable.Tier and reaches no concrete tier.
 package reconcile
