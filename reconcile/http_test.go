@@ -110,6 +110,9 @@ func TestHTTPHostile(t *testing.T) {
 	record(t, tier, "good", "ckpt-good")
 	record(t, tier, "bad", "ckpt-bad")
 	good := httpChecker(t, sinkServer(t, idsAnswer), reconcile.HTTPOptions{})
+	elsewhere := sinkServer(t, func(w http.ResponseWriter, r *http.Request, _ []uint64) {
+		fmt.Fprintf(w, `{"ranges":[[%s,%s]]}`, r.URL.Query().Get("start"), r.URL.Query().Get("end")) // holds everything
+	})
 	body := func(s string) func(http.ResponseWriter, *http.Request, []uint64) {
 		return func(w http.ResponseWriter, _ *http.Request, _ []uint64) { fmt.Fprint(w, s) }
 	}
@@ -128,7 +131,7 @@ func TestHTTPHostile(t *testing.T) {
 		{"neither field", body(`{}`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
 		{"a null beside the other field", body(`{"batch_ids":null,"ranges":[[0,100]]}`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
 		{"redirect", func(w http.ResponseWriter, r *http.Request, _ []uint64) {
-			http.Redirect(w, r, "http://localhost:1"+r.URL.RequestURI(), http.StatusFound)
+			http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusFound)
 		}, reconcile.HTTPOptions{}, "redirect", reconcile.ErrBadAnswer},
 		{"null", body(`null`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
 		{"trailing data", body(`{"batch_ids":[]} {}`), reconcile.HTTPOptions{}, "after the JSON", reconcile.ErrBadAnswer},

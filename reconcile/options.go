@@ -24,8 +24,10 @@ const (
 // Options configures Run. The zero value of every field is a documented
 // default; EnsureDefaults fills them in and Validate checks the result.
 type Options struct {
-	// Sinks selects the sinks to reconcile; each must have a checker.
-	// Zero value: every sink with a checker.
+	// Sinks selects the sinks to reconcile; each must have a checker, and
+	// one without committed coverage (under Topic and Partition) is a
+	// failure (NoCoverageError), never a clean report. Zero value: every
+	// sink with a checker.
 	Sinks []string
 	// Topic and Partition narrow the destinations, as durable.Filter.
 	// Zero values: all.
@@ -48,7 +50,8 @@ type Options struct {
 	// about: a longer committed range is asked in pieces. Zero value:
 	// DefaultMaxBatchesPerCheck.
 	MaxBatchesPerCheck uint64
-	// Logger receives a line per failed sink. Zero value: discard.
+	// Logger receives a line per failed destination, and per sink without
+	// coverage. Zero value: discard.
 	Logger *slog.Logger
 }
 
