@@ -72,8 +72,9 @@ var (
 	ErrBadAnswer = errors.New("sink answered something unreadable")
 )
 
-// CheckError is a check of one sink that failed: the sink's report then
-// holds no claimed-absent rows. Err wraps the cause (ErrOutOfRange,
+// CheckError is a check of one sink's destination that failed: the report
+// then holds no claimed-absent rows of that destination (the sink's others
+// are still checked and reported). Err wraps the cause (ErrOutOfRange,
 // ErrBadAnswer, context.DeadlineExceeded for a timeout, or the driver's
 // error).
 type CheckError struct {
