@@ -21,6 +21,9 @@ type Checker interface {
 
 // Counter is a sink that can only count: how many distinct batch ids of r
 // it holds for d. A count above r's length is an error (ErrOutOfRange).
+// Distinct matters: an at-least-once sink holds some batches twice, and a
+// count of rows (SQL's COUNT(*)) over the duplicates reaches r's length with
+// batches missing, hiding their absence; count COUNT(DISTINCT batch_id).
 type Counter interface {
 	Count(ctx context.Context, d coverage.Destination, r coverage.Range) (uint64, error)
 }
@@ -69,8 +72,9 @@ var (
 	ErrBadAnswer = errors.New("sink answered something unreadable")
 )
 
-// CheckError is a check of one sink that failed: the sink's report then
-// holds no claimed-absent rows. Err wraps the cause (ErrOutOfRange,
+// CheckError is a check of one sink's destination that failed: the report
+// then holds no claimed-absent rows of that destination (the sink's others
+// are still checked and reported). Err wraps the cause (ErrOutOfRange,
 // ErrBadAnswer, context.DeadlineExceeded for a timeout, or the driver's
 // error).
 type CheckError struct {

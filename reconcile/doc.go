@@ -2,7 +2,8 @@
 // sinks: for each selected sink it reads committed coverage from a durable
 // tier, asks the sink's [Checker] which of those batch ids it holds, and
 // reports the claimed ranges the sink does not hold as rows of kind
-// claimed-absent, which [Tasks] turns into recovery replay tasks.
+// claimed-absent, which [Tasks] turns into recovery tasks: the reference's
+// verifications first, then replays clipped to what the reference holds.
 //
 // # The invariant
 //
@@ -19,8 +20,16 @@
 //     while retracting coverage could hide a later loss.
 //   - Nothing is reported absent because a check failed. A failed, timed-out
 //     or malformed check, or one naming batch ids outside the asked range, is
-//     an error naming the sink ([CheckError]); that sink's report then holds
-//     no claimed-absent rows at all.
+//     an error naming the sink and destination ([CheckError]); that
+//     destination's report then holds no claimed-absent rows at all, and a
+//     check answered as the run's context ended is not believed.
+//   - A failure does not hide the absences the run can find elsewhere: the
+//     sink's other destinations, and the other sinks, are still checked and
+//     reported.
+//   - A configuration mistake is an error, not a clean report: a selected
+//     sink with no committed coverage (a misspelt name) is a
+//     [NoCoverageError], and a checker that cannot tell destinations apart
+//     refuses a second one.
 //
 // # Checkers
 //
@@ -35,6 +44,7 @@
 //
 // reconcile imports coverage, durable (the tier it reads), recovery (the task
 // type it hands to the recovery worker) and internal/wirejson; of the
-// outside world, the two SQL drivers, iceberg-go and golang.org/x/time/rate.
+// outside world, the two SQL drivers, iceberg-go, arrow-go (the record
+// batches an Iceberg scan returns) and golang.org/x/time/rate.
 // It works on any durable.Tier and reaches no concrete tier.
 package reconcile

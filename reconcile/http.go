@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,8 +24,10 @@ const DefaultMaxBody = 4 << 20
 // HTTPOptions configures NewHTTP. The zero value of every field is a
 // documented default.
 type HTTPOptions struct {
-	// Client sends the requests. Zero value: a client of its own with no
-	// timeout beyond Timeout.
+	// Client sends the requests; the checker uses a copy that follows no
+	// redirect (a redirect answer is ErrBadAnswer: the service asked is the
+	// one trusted). Zero value: a client of its own with no timeout beyond
+	// Timeout.
 	Client *http.Client
 	// Timeout bounds one request, its answer read in full. Zero value:
 	// DefaultTimeout.
@@ -49,18 +52,20 @@ func (o *HTTPOptions) EnsureDefaults() {
 
 // Validate reports options no checker can run with.
 func (o *HTTPOptions) Validate() error {
-	if o.Timeout < 0 || o.MaxBody < 0 {
-		return fmt.Errorf("reconcile: HTTP checker timeout %v and body limit %d must not be negative (zero for the defaults)", o.Timeout, o.MaxBody)
+	if o.Timeout < 0 || o.MaxBody < 0 || o.MaxBody == math.MaxInt64 {
+		return fmt.Errorf("reconcile: HTTP checker timeout %v and body limit %d must not be negative, nor the limit %d (zero for the defaults)", o.Timeout, o.MaxBody, int64(math.MaxInt64))
 	}
 	return nil
 }
 
 // HTTPChecker asks a service, one GET per range. The URL template names the
 // range with {topic}, {partition}, {start} and {end} (exclusive), each
-// replaced query-escaped. The answer is a JSON object with exactly one of
+// replaced query-escaped (a topic of dots alone with its dots escaped too, so
+// it is never a "." or ".." path segment), and only after the host: none may
+// appear in the scheme or host. The answer is a JSON object with exactly one of
 // "batch_ids" (the held ids: [1,2,5]) and "ranges" (held half-open ranges:
-// [[1,3],[5,6]]), decoded strictly: no other field, no field twice, no
-// trailing data.
+// [[1,3],[5,6]]), decoded strictly: no other field, no field twice (a null
+// counts as given), no trailing data.
 type HTTPChecker struct {
 	template string
 	opts     HTTPOptions
@@ -78,6 +83,19 @@ func NewHTTP(template string, opts HTTPOptions) (*HTTPChecker, error) {
 	if u, err := url.Parse(probe); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("reconcile: HTTP checker URL template %q is not an http or https URL", template)
 	}
+	head := template[:strings.Index(template, "://")+3] // present: the probe has a scheme and a host
+	rest := template[len(head):]
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	for _, p := range placeholders {
+		if strings.Contains(head+rest, p) {
+			return nil, fmt.Errorf("reconcile: HTTP checker URL template %q has %s in its scheme or host: a topic must not choose the service asked", template, p)
+		}
+	}
+	client := *opts.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.Client = &client
 	return &HTTPChecker{template: template, opts: opts}, nil
 }
 
@@ -102,7 +120,12 @@ type httpAnswer struct {
 var httpFields = wirejson.Fields{Names: []string{"batch_ids", "ranges"}, Numbers: []bool{false, false}, What: "batch_ids and ranges"}
 
 func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r coverage.Range) (*coverage.RangeSet, error) {
-	esc := func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+	esc := func(s string) string {
+		if strings.Trim(s, ".") == "" {
+			return strings.Repeat("%2E", len(s)) // "." and ".." are no path segment
+		}
+		return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+	}
 	u := strings.NewReplacer(
 		placeholders[0], esc(d.Topic),
 		placeholders[1], strconv.FormatInt(int64(d.Partition), 10),
@@ -121,9 +144,12 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, fmt.Errorf("GET for %v: %w", r, timedOut(ctx, err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxBody+1)) // MaxBody < MaxInt64: Validate
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer for %v: %w", r, timedOut(ctx, err))
+	}
+	if resp.StatusCode/100 == 3 {
+		return nil, fmt.Errorf("%w: GET for %v answered %s, a redirect to %q, which is not followed: give the template the service's own URL", ErrBadAnswer, r, resp.Status, resp.Header.Get("Location"))
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("%w: GET for %v answered %s", ErrBadAnswer, r, resp.Status)
@@ -168,7 +194,11 @@ func decodeAnswer(body []byte) (httpAnswer, error) {
 	if werr := wirejson.Check(body, httpFields); werr != nil {
 		return a, werr
 	}
-	if (a.BatchIDs == nil) == (a.Ranges == nil) {
+	var given map[string]json.RawMessage
+	if err := json.Unmarshal(body, &given); err != nil {
+		return a, err
+	}
+	if len(given) != 1 || (a.BatchIDs == nil) == (a.Ranges == nil) {
 		return a, errors.New(`want exactly one of "batch_ids" and "ranges"`)
 	}
 	return a, nil

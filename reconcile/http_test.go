@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -109,6 +110,9 @@ func TestHTTPHostile(t *testing.T) {
 	record(t, tier, "good", "ckpt-good")
 	record(t, tier, "bad", "ckpt-bad")
 	good := httpChecker(t, sinkServer(t, idsAnswer), reconcile.HTTPOptions{})
+	elsewhere := sinkServer(t, func(w http.ResponseWriter, r *http.Request, _ []uint64) {
+		fmt.Fprintf(w, `{"ranges":[[%s,%s]]}`, r.URL.Query().Get("start"), r.URL.Query().Get("end")) // holds everything
+	})
 	body := func(s string) func(http.ResponseWriter, *http.Request, []uint64) {
 		return func(w http.ResponseWriter, _ *http.Request, _ []uint64) { fmt.Fprint(w, s) }
 	}
@@ -125,6 +129,10 @@ func TestHTTPHostile(t *testing.T) {
 		{"field twice", body(`{"batch_ids":[],"batch_ids":[]}`), reconcile.HTTPOptions{}, "twice", reconcile.ErrBadAnswer},
 		{"both fields", body(`{"batch_ids":[],"ranges":[]}`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
 		{"neither field", body(`{}`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
+		{"a null beside the other field", body(`{"batch_ids":null,"ranges":[[0,100]]}`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
+		{"redirect", func(w http.ResponseWriter, r *http.Request, _ []uint64) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusFound)
+		}, reconcile.HTTPOptions{}, "redirect", reconcile.ErrBadAnswer},
 		{"null", body(`null`), reconcile.HTTPOptions{}, "exactly one", reconcile.ErrBadAnswer},
 		{"trailing data", body(`{"batch_ids":[]} {}`), reconcile.HTTPOptions{}, "after the JSON", reconcile.ErrBadAnswer},
 		{"id as string", body(`{"batch_ids":["1"]}`), reconcile.HTTPOptions{}, "cannot unmarshal", reconcile.ErrBadAnswer},
@@ -164,9 +172,54 @@ func TestHTTPHostile(t *testing.T) {
 }
 
 func TestNewHTTPRefusesANonHTTPTemplate(t *testing.T) {
-	for _, tmpl := range []string{"", "file:///etc/{topic}", "ftp://h/{start}", "http:///{end}"} {
+	for _, tmpl := range []string{"", "file:///etc/{topic}", "ftp://h/{start}", "http:///{end}",
+		"http://{topic}/x", "http://h{partition}.example/x", "http://u:{start}@h/x", "https://h:{end}/", "{topic}://h/x"} {
 		if _, err := reconcile.NewHTTP(tmpl, reconcile.HTTPOptions{}); err == nil {
 			t.Errorf("NewHTTP(%q) took it", tmpl)
 		}
+	}
+}
+
+// A topic of dots alone is escaped, so it stays in its path segment rather
+// than being resolved as "." or "..".
+func TestHTTPDotTopicStaysInItsSegment(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.EscapedPath())
+		fmt.Fprint(w, `{"batch_ids":[]}`)
+	}))
+	defer srv.Close()
+	c, err := reconcile.NewHTTP(srv.URL+"/topics/{topic}/partitions/{partition}/held?start={start}&end={end}", reconcile.HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := []string{"..", ".", "...", "a.b"}
+	for _, topic := range topics {
+		if _, err := c.Held(ctx, coverage.Destination{Sink: "s", Topic: topic}, []coverage.Range{{Start: 0, End: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"/topics/%2E%2E/partitions/0/held", "/topics/%2E/partitions/0/held", "/topics/%2E%2E%2E/partitions/0/held", "/topics/a.b/partitions/0/held"}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("paths %q, want %q", paths, want)
+	}
+}
+
+// The largest body limit is refused rather than overflowing the read's
+// limit (which read nothing); one below it reads the answer.
+func TestHTTPLargestBodyLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"ranges":[[0,10]]}`) }))
+	defer srv.Close()
+	tmpl := srv.URL + "/?t={topic}&p={partition}&s={start}&e={end}"
+	if _, err := reconcile.NewHTTP(tmpl, reconcile.HTTPOptions{MaxBody: math.MaxInt64}); err == nil {
+		t.Fatal("MaxBody = MaxInt64 taken")
+	}
+	c, err := reconcile.NewHTTP(tmpl, reconcile.HTTPOptions{MaxBody: math.MaxInt64 - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Held(ctx, coverage.Destination{Sink: "s", Topic: "t"}, []coverage.Range{{Start: 0, End: 10}})
+	if err != nil || held.Batches() != 10 {
+		t.Fatalf("held %v, err %v", held, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,7 +32,10 @@ type IcebergOptions struct {
 	// TopicColumn and PartitionColumn, when given, hold each row's topic
 	// (a string) and partition (an int), and the scan keeps the
 	// destination's rows only. Zero values: the table is not filtered by
-	// them, so it must hold one topic's partition alone.
+	// them, so it must hold one topic's partition alone; the checker then
+	// answers for the first destination it is asked about and refuses any
+	// other (its rows would answer for every destination, hiding a lost
+	// partition).
 	TopicColumn, PartitionColumn string
 	// Timeout bounds one check: the table's load and its scan. Zero value:
 	// DefaultTimeout.
@@ -64,7 +68,12 @@ func (o *IcebergOptions) Validate() error {
 // so the table's own statistics prune the files that cannot hold it. The
 // table is loaded afresh for each check: a rewrite since the last one is
 // seen.
-type IcebergChecker struct{ opts IcebergOptions }
+type IcebergChecker struct {
+	opts IcebergOptions
+
+	mu    sync.Mutex
+	first *coverage.Destination // the one destination a table without destination columns answers for
+}
 
 // NewIceberg returns a checker on the sink table.
 func NewIceberg(opts IcebergOptions) (*IcebergChecker, error) {
@@ -77,6 +86,9 @@ func NewIceberg(opts IcebergOptions) (*IcebergChecker, error) {
 
 // Held implements Checker.
 func (c *IcebergChecker) Held(ctx context.Context, d coverage.Destination, ranges []coverage.Range) (*coverage.RangeSet, error) {
+	if err := c.only(d); err != nil {
+		return nil, err
+	}
 	var ids []uint64
 	for _, r := range ranges {
 		got, err := c.ids(ctx, d, r)
@@ -86,6 +98,32 @@ func (c *IcebergChecker) Held(ctx context.Context, d coverage.Destination, range
 		ids = append(ids, got...)
 	}
 	return heldOf(ids, ranges)
+}
+
+// only refuses, when the table is not filtered by topic or partition, a
+// destination the table's columns cannot tell from the first one asked.
+func (c *IcebergChecker) only(d coverage.Destination) error {
+	if c.opts.TopicColumn != "" && c.opts.PartitionColumn != "" {
+		return nil // filtered by both: any destination
+	}
+	key := coverage.Destination{Sink: d.Sink}
+	if c.opts.TopicColumn == "" {
+		key.Topic = d.Topic
+	}
+	if c.opts.PartitionColumn == "" {
+		key.Partition = d.Partition
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first == nil {
+		c.first = &key
+		return nil
+	}
+	if *c.first != key {
+		return fmt.Errorf("the sink table %v has no topic or partition column to tell %v from %v, the destination it answered for: give IcebergOptions.TopicColumn and PartitionColumn, or one checker per single-destination table",
+			c.opts.Table, d, *c.first)
+	}
+	return nil
 }
 
 func (c *IcebergChecker) ids(ctx context.Context, d coverage.Destination, r coverage.Range) ([]uint64, error) {

@@ -1,6 +1,8 @@
 package reconcile_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -94,6 +96,7 @@ func TestIcebergSink(t *testing.T) {
 		}
 	}
 	record(t, cov, sink, "ckpt-1")
+	record(t, cov, coverage.RawSink, "ckpt-raw") // what the replays are read from
 
 	// A delete rewrites the data files that held the rows, without them.
 	var drop ice.BooleanExpression = ice.AlwaysFalse{}
@@ -120,6 +123,7 @@ func TestIcebergSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRows(t, "full", rep.Absent, wantAbsent(sink))
+	full := rep
 
 	s := &spy{Checker: c}
 	o := fast()
@@ -130,7 +134,7 @@ func TestIcebergSink(t *testing.T) {
 	}
 	sameRows(t, "sampled", rep.Absent, s.expectSampled(sink))
 
-	for _, task := range reconcile.Tasks(reconcile.Report{Absent: wantAbsent(sink)}, "") {
+	for _, task := range reconcile.Tasks(full, "", 0) {
 		appendRows(t, cat, ident, task.Destination.Partition, idsOf(task.Range)...)
 	}
 	record(t, cov, sink, "ckpt-2")
@@ -139,4 +143,32 @@ func TestIcebergSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRows(t, "after the replay", rep.Absent, nil)
+}
+
+// Without topic and partition columns a table answers for one destination
+// only: asked about a second partition, wholly lost, the checker refuses
+// rather than report it held from the first partition's rows.
+func TestIcebergWithoutDestinationColumnsRefusesASecondDestination(t *testing.T) {
+	cat, cov, ident := icebergSink(t)
+	appendRows(t, cat, ident, 0, idsOf(coverage.Range{Start: 0, End: 10})...) // partition 0 only
+	d0 := coverage.Destination{Sink: "lake", Topic: "t", Partition: 0}
+	appendRanges(t, cov, "c0", d0, coverage.Range{Start: 0, End: 10})
+	appendRanges(t, cov, "c1", coverage.Destination{Sink: "lake", Topic: "t", Partition: 1}, coverage.Range{Start: 0, End: 10})
+	for _, o := range []reconcile.IcebergOptions{{}, {TopicColumn: "topic"}} {
+		o.Catalog, o.Table = cat, ident
+		c, err := reconcile.NewIceberg(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := reconcile.Run(ctx, cov, map[string]reconcile.Checker{"lake": c}, fast())
+		var ce *reconcile.CheckError
+		if !errors.As(err, &ce) || ce.Sink != "lake" || ce.Destination.Partition != 1 || !strings.Contains(err.Error(), "PartitionColumn") {
+			t.Fatalf("options %+v: err %v, want a CheckError of lake's partition 1", o, err)
+		}
+		sameRows(t, "partition 0", rep.Absent, nil)
+		// The first destination is still answered on a later run.
+		if _, err := c.Held(ctx, d0, []coverage.Range{{Start: 0, End: 10}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/reconcile"
 )
 
@@ -46,11 +47,13 @@ func myDB(t testing.TB) *sql.DB {
 }
 
 // myDialect is a fresh sink table on the test MariaDB, dropped when the
-// test ends.
+// test ends. Its topic column is binary (VARBINARY), so a topic compares
+// byte for byte: under the default collation, and even utf8mb4_bin (PAD
+// SPACE), "T" or "t " would match "t"'s rows.
 func myDialect(t *testing.T) dialect {
 	db := myDB(t)
 	table := "covmirror_it_" + strconv.FormatUint(rand.Uint64(), 36)
-	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" (topic varchar(255), part int, batch_id bigint)"); err != nil {
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" (topic varbinary(255), part int, batch_id bigint)"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -64,3 +67,20 @@ func myDialect(t *testing.T) dialect {
 func TestMySQLSink(t *testing.T) { scenario(t, myDialect(t)) }
 
 func TestMySQLHostile(t *testing.T) { hostile(t, myDialect(t)) }
+
+// With the topic compared as bytes, a topic differing from "t" only in
+// case or trailing space is not answered with "t"'s rows.
+func TestMySQLTopicVariantsAreDistinct(t *testing.T) {
+	d := myDialect(t)
+	d.insert(t, 0, 0, 1, 2)
+	c := d.checker(t, d.idsQuery(), reconcile.SQLOptions{})
+	for _, topic := range []string{"t", "T", "t ", "t\u00a0", " t"} {
+		held, err := c.Held(ctx, coverage.Destination{Sink: "s", Topic: topic}, []coverage.Range{{Start: 0, End: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]uint64{true: 3, false: 0}[topic == "t"]; held.Batches() != want {
+			t.Errorf("topic %q: held %v, want %d batches", topic, held, want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +8,12 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"golang.org/x/time/rate"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
-	"github.com/covmirror/covmirror/recovery"
 )
 
 // KindClaimedAbsent is the kind of a Row: covered in the durable tier, not
@@ -37,30 +36,64 @@ type Checked struct {
 	Destinations int    `json:"destinations"`
 	Checks       int    `json:"checks"`
 	Batches      uint64 `json:"batches"`
-	// Failed says the sink's check failed: none of its rows are reported.
-	Failed bool `json:"failed"`
+	// Failed says some check of the sink failed, or the sink has no
+	// committed coverage to check: the failed destinations' rows are not
+	// reported (FailedDestinations counts them); the others' are.
+	Failed             bool `json:"failed"`
+	FailedDestinations int  `json:"failed_destinations"`
 }
 
 // Report is one reconcile's outcome.
 type Report struct {
-	// Seed and Sample replay a sampled run: give them as Options.
-	Seed   uint64 `json:"seed"`
-	Sample int    `json:"sample"`
+	// Seed, Sample and MaxBatchesPerCheck are the options the run used. A
+	// run given the same three as Options, over the same committed
+	// coverage, asks the same pieces; once coverage has grown (or with
+	// another MaxBatchesPerCheck) the pieces are numbered anew and the
+	// sample differs.
+	Seed               uint64 `json:"seed"`
+	Sample             int    `json:"sample"`
+	MaxBatchesPerCheck uint64 `json:"max_batches_per_check"`
 	// Checked holds one entry per selected sink, in sink order.
 	Checked []Checked `json:"checked"`
-	// Absent are the claimed-absent ranges of the sinks whose checks all
-	// succeeded, ordered by sink, topic, partition and start.
+	// Absent are the claimed-absent ranges of every destination whose
+	// checks all succeeded, ordered by sink, topic, partition and start.
 	Absent []Row `json:"absent"`
-	// Failures are the failed sinks' errors (each a *CheckError), in
-	// sink order.
+	// Failures are the errors of the failed destinations (each a
+	// *CheckError) and of the selected sinks without committed coverage
+	// (each a *NoCoverageError), in sink order.
 	Failures []error `json:"-"`
+
+	// committed is the coverage Run read, every sink's under the topic and
+	// partition filter: Tasks clips replays to the reference's.
+	committed map[coverage.Destination]*coverage.RangeSet
 }
 
-// Run reconciles each selected sink: it reads the sink's committed coverage
-// from tier, asks the sink's checker about it (in full, or Options.Sample
+// ErrNoCoverage: a selected sink has no committed coverage in the durable
+// tier (under the run's topic and partition), so nothing of it can be
+// checked: most often a misspelt sink name.
+var ErrNoCoverage = errors.New("the sink has no committed coverage in the durable tier")
+
+// NoCoverageError is a selected sink without committed coverage: it names
+// the sink and the sinks that have some. It wraps ErrNoCoverage.
+type NoCoverageError struct {
+	Sink  string
+	Sinks []string // the sinks with committed coverage under the filter, sorted
+}
+
+func (e *NoCoverageError) Error() string {
+	return fmt.Sprintf("reconcile: sink %q: %v (under the run's topic and partition), which has coverage of the sinks [%s]: name the sink its coverage is recorded under",
+		e.Sink, ErrNoCoverage, strings.Join(e.Sinks, ", "))
+}
+
+func (e *NoCoverageError) Unwrap() error { return ErrNoCoverage }
+
+// Run reconciles each selected sink: it reads the committed coverage from
+// tier, asks each sink's checker about it (in full, or Options.Sample
 // pieces per destination), and reports the ranges claimed but not held. It
-// only reads tier. A sink whose check fails contributes no rows; its
-// *CheckError is in Report.Failures, and Run returns the report with them
+// only reads tier. A destination whose check fails contributes no rows, and
+// the sink's other destinations are still checked and reported; each
+// failure (a *CheckError, or a *NoCoverageError for a selected sink without
+// coverage) is in Report.Failures, and Run returns the report with them
 // joined as its error. Any other error (options, the tier, ctx) returns no
 // report.
 func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, opts Options) (Report, error) {
@@ -81,69 +114,111 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 			return Report{}, fmt.Errorf("reconcile: sink %q has no checker: give one, or leave it out of the sinks", s)
 		}
 	}
+	all, err := tier.Coverage(ctx, durable.Filter{Topic: opts.Topic, Partition: opts.Partition})
+	if err != nil {
+		return Report{}, fmt.Errorf("reconcile: reading the committed coverage from %s: %w", tier.Name(), err)
+	}
+	bySink := map[string]map[coverage.Destination]*coverage.RangeSet{}
+	for d, set := range all {
+		if bySink[d.Sink] == nil {
+			bySink[d.Sink] = map[coverage.Destination]*coverage.RangeSet{}
+		}
+		bySink[d.Sink][d] = set
+	}
 	limit := rate.NewLimiter(rate.Limit(opts.MaxChecksPerSecond), 1)
-	rep := Report{Seed: opts.Seed, Sample: opts.Sample, Checked: []Checked{}, Absent: []Row{}}
+	rep := Report{Seed: opts.Seed, Sample: opts.Sample, MaxBatchesPerCheck: opts.MaxBatchesPerCheck,
+		Checked: []Checked{}, Absent: []Row{}, committed: all}
 	for _, sink := range sinks {
-		cov, err := tier.Coverage(ctx, durable.Filter{Sink: sink, Topic: opts.Topic, Partition: opts.Partition})
-		if err != nil {
-			return Report{}, fmt.Errorf("reconcile: reading sink %q's coverage from %s: %w", sink, tier.Name(), err)
-		}
-		rows, checked, err := runSink(ctx, sink, cov, checkers[sink], limit, &opts)
-		if err != nil {
-			var ce *CheckError
-			if !errors.As(err, &ce) {
-				return Report{}, err
-			}
-			opts.Logger.Warn("reconcile: check failed; nothing of the sink is reported absent", "sink", sink, "err", err)
-			checked.Failed = true
+		cov := bySink[sink]
+		if len(cov) == 0 {
+			err := &NoCoverageError{Sink: sink, Sinks: slices.Sorted(maps.Keys(bySink))}
+			opts.Logger.Warn("reconcile: sink has no committed coverage", "sink", sink, "err", err)
+			rep.Checked = append(rep.Checked, Checked{Sink: sink, Failed: true})
 			rep.Failures = append(rep.Failures, err)
-			rows = nil
+			continue
 		}
+		rows, checked, failures, err := runSink(ctx, sink, cov, checkers[sink], limit, &opts)
+		if err != nil {
+			return Report{}, err
+		}
+		for _, f := range failures {
+			opts.Logger.Warn("reconcile: check failed; nothing of the destination is reported absent", "sink", sink, "err", f)
+		}
+		checked.Failed = len(failures) > 0
+		checked.FailedDestinations = len(failures)
+		rep.Failures = append(rep.Failures, failures...)
 		rep.Checked = append(rep.Checked, checked)
 		rep.Absent = append(rep.Absent, rows...)
 	}
 	return rep, errors.Join(rep.Failures...)
 }
 
-func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options) ([]Row, Checked, error) {
-	checked := Checked{Sink: sink}
-	dests := slices.SortedFunc(maps.Keys(cov), func(a, b coverage.Destination) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	var rows []Row
-	for _, d := range dests {
+// runSink checks each destination of one sink: a destination whose check
+// fails is one of failures and adds no rows; the others' rows are kept.
+// Only an ended ctx is err.
+func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options) (rows []Row, checked Checked, failures []error, err error) {
+	checked = Checked{Sink: sink}
+	for _, d := range slices.SortedFunc(maps.Keys(cov), compareDest) {
 		checked.Destinations++
-		ps := sample(pieces(cov[d].Ranges(), opts.MaxBatchesPerCheck), opts.Sample, rand.New(rand.NewPCG(opts.Seed, destSeed(d))))
-		absent := new(coverage.RangeSet)
-		for _, p := range ps {
-			if err := limit.Wait(ctx); err != nil {
-				return nil, checked, fmt.Errorf("reconcile: sink %q: %w", sink, err)
+		absent, err := checkDest(ctx, d, cov[d], c, limit, opts, &checked)
+		if err != nil {
+			if ce := (*CheckError)(nil); errors.As(err, &ce) {
+				failures = append(failures, err)
+				continue
 			}
-			asked := []coverage.Range{p}
-			held, err := c.Held(ctx, d, asked)
-			if err == nil && held == nil {
-				err = fmt.Errorf("%w: the checker returned no set", ErrBadAnswer)
-			}
-			if err == nil {
-				err = within(held, asked)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, checked, fmt.Errorf("reconcile: sink %q: %w", sink, ctx.Err())
-				}
-				return nil, checked, &CheckError{Sink: sink, Destination: d, Ranges: asked, Err: err}
-			}
-			checked.Checks++
-			checked.Batches += p.Len()
-			ref, _ := coverage.NewRangeSet(p) // p is valid: a piece of a committed range
-			gaps := coverage.Gaps(&ref, held)
-			absent.Union(&gaps)
+			return nil, checked, nil, err
 		}
 		for r := range absent.All() {
 			rows = append(rows, Row{Sink: sink, Topic: d.Topic, Partition: d.Partition, Start: r.Start, End: r.End, Kind: KindClaimedAbsent})
 		}
 	}
-	return rows, checked, nil
+	return rows, checked, failures, nil
+}
+
+// checkDest asks c about d's committed coverage (its pieces, or a sample of
+// them) and returns what it does not hold. A failed check is a
+// *CheckError; an ended ctx, checked after every check so that a checker
+// returning a partial answer as ctx ends is never believed, is ctx's error.
+func checkDest(ctx context.Context, d coverage.Destination, cov *coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options, checked *Checked) (*coverage.RangeSet, error) {
+	ps, err := newPieceSet(cov.Ranges(), opts.MaxBatchesPerCheck)
+	if err != nil {
+		return nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: cov.Ranges(), Err: err}
+	}
+	picked := ps.sample(opts.Sample, rand.New(rand.NewPCG(opts.Seed, destSeed(d))))
+	n := ps.total()
+	if picked != nil {
+		n = uint64(len(picked))
+	}
+	absent := new(coverage.RangeSet)
+	for i := range n {
+		p := ps.piece(i)
+		if picked != nil {
+			p = ps.piece(picked[i])
+		}
+		if err := limit.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, err)
+		}
+		asked := []coverage.Range{p}
+		held, err := c.Held(ctx, d, asked)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, ctx.Err())
+		}
+		if err == nil && held == nil {
+			err = fmt.Errorf("%w: the checker returned no set", ErrBadAnswer)
+		}
+		if err == nil {
+			err = within(held, asked)
+		}
+		if err != nil {
+			return nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: asked, Err: err}
+		}
+		checked.Checks++
+		checked.Batches += p.Len()
+		ref, _ := coverage.NewRangeSet(p) // p is valid: a piece of a committed range
+		gaps := coverage.Gaps(&ref, held)
+		absent.Union(&gaps)
+	}
+	return absent, nil
 }
 
 // destSeed gives each destination its own sample stream of the one seed,
@@ -152,29 +227,4 @@ func destSeed(d coverage.Destination) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s\x00%d", d.Sink, d.Topic, d.Partition)
 	return h.Sum64()
-}
-
-// Tasks turns a report's claimed-absent rows into recovery tasks for the
-// recovery worker (recovery.Recover): a replay (recovery.KindReplay) into
-// each sink, which dedup absorbs where the sink did hold the batches. A row
-// of the reference sink itself (reference; zero value coverage.RawSink)
-// cannot be replayed from the reference: it becomes a
-// recovery.KindVerifyReference task. Nothing is retracted.
-func Tasks(r Report, reference string) []recovery.Task {
-	if reference == "" {
-		reference = coverage.RawSink
-	}
-	out := make([]recovery.Task, 0, len(r.Absent))
-	for _, row := range r.Absent {
-		kind := recovery.KindReplay
-		if row.Sink == reference {
-			kind = recovery.KindVerifyReference
-		}
-		out = append(out, recovery.Task{
-			Destination: coverage.Destination{Sink: row.Sink, Topic: row.Topic, Partition: row.Partition},
-			Range:       coverage.Range{Start: row.Start, End: row.End},
-			Kind:        kind,
-		})
-	}
-	return out
 }

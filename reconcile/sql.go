@@ -29,7 +29,9 @@ const (
 // documented default.
 type SQLOptions struct {
 	// Count says the query returns one row of one column: how many distinct
-	// batch ids of [start, end) the sink holds (see Counting). Zero value:
+	// batch ids of [start, end) the sink holds (see Counting), as
+	// COUNT(DISTINCT batch_id); COUNT(*) counts an at-least-once sink's
+	// duplicate rows and hides absences. Zero value:
 	// the query returns the held batch ids, one per row.
 	Count bool
 	// Timeout bounds one query. Zero value: DefaultTimeout.
@@ -57,6 +59,19 @@ func (o *SQLOptions) Validate() error {
 // end (exclusive) as signed 64-bit integers, so the sink's batch-id column
 // is compared as batch_id >= start AND batch_id < end. A range reaching past
 // math.MaxInt64 cannot be asked and is an error.
+//
+// The topic must be compared byte for byte. MySQL's and MariaDB's default
+// collations ignore case and trailing spaces, and utf8mb4_bin still pads
+// spaces, so topics "T" and "t " would be answered with topic "t"'s rows and
+// their losses hidden: keep the column VARBINARY, or compare with
+// BINARY topic = ? (or a NO PAD binary collation: utf8mb4_nopad_bin on
+// MariaDB, utf8mb4_0900_bin on MySQL 8). PostgreSQL's default comparison of
+// text is exact (a nondeterministic collation is not).
+//
+// A counting query (SQLOptions.Count) must count distinct batch ids,
+// COUNT(DISTINCT batch_id): an at-least-once sink holds some batches twice,
+// and COUNT(*) over their duplicates reaches a range's length with batches
+// missing, hiding them.
 type SQLChecker struct {
 	db    *sql.DB
 	query string
@@ -64,7 +79,10 @@ type SQLChecker struct {
 }
 
 // NewSQL returns a checker running query on db, which the caller opened
-// (sql.Open with DriverPostgres or DriverMySQL) and closes.
+// (sql.Open with DriverPostgres or DriverMySQL) and closes. On MySQL and
+// MariaDB, query must compare the topic as bytes (see SQLChecker): with a
+// case-insensitive or PAD SPACE collation, losses of a topic differing
+// only in case or trailing spaces are hidden.
 func NewSQL(db *sql.DB, query string, opts SQLOptions) (*SQLChecker, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
