@@ -26,11 +26,11 @@ build: ## compile every package
 # 10,000-destination map, serve's SIGKILL test and the two-process
 # checkpoint test on the table are skipped; the process-kill loops run 5
 # to 10 kills instead of 20 to 50, the local tier's fault model two runs
-# instead of four, the simulation seeds 1 and 2 instead of 1 to 4. Roughly
-# half the whole suite's time: about 6 minutes on 2 cores once built,
-# against about 12 for test-slow (an estimate: mirror's tests were timed,
-# the rest inferred, not the whole run). The first run on a fresh machine
-# builds everything with -race first, which takes minutes more.
+# instead of four, the simulation seeds 1 and 2 instead of 1 to 4. It took
+# 7 min 22 s on 2 cores once built; test-slow takes roughly half again
+# (lint, test-slow and test-integration together took 20 to 24 minutes in
+# CI). The first run on a fresh machine builds everything with -race first,
+# which takes minutes more.
 test: ## the quick suite (-short -race -tags invariants): what a developer runs often
 	$(GO) test -short -race -tags invariants -timeout 30m $(PKGS)
 
