@@ -28,11 +28,11 @@ func OutputSpec() *service.ConfigSpec {
 		Categories("Utility").
 		Summary("Writes each batch through a child output (one sink) and records covmirror coverage for exactly the messages the child acknowledged.").
 		Description(`
-Put one ` + "`covmirror`" + ` output per sink under a ` + "`broker`" + ` (` + "`pattern: fan_out`" + `): raw with ` + "`reference: true`" + `, every other sink without. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
+Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+` (`+"`pattern: fan_out`"+`): raw with `+"`reference: true`"+`, every other sink without. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
 
-A failed write to raw fails the message, so that the source is acknowledged only once raw holds it and its coverage is recorded (the input or the broker delivers it again). A failed write to any other sink is logged, counted (` + "`" + metricWriteFailures + "`" + `) and acknowledged: the source moves on and the missing batches are a gap for recovery (see the ` + "`covmirror_plan`" + ` input), not a stalled pipeline.
+A failed write to raw fails the message, so that the source is acknowledged only once raw holds it and its coverage is recorded (the input or the broker delivers it again). A failed write to any other sink is logged, counted (`+"`"+metricWriteFailures+"`"+`) and acknowledged: the source moves on and the missing batches are a gap for recovery (see the `+"`covmirror_plan`"+` input), not a stalled pipeline.
 
-A message's ` + "`topic`" + `, ` + "`partition`" + ` and ` + "`batch_id`" + ` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (` + "`" + metricNotRecorded + "`" + `). Processors on the child that drop messages make coverage claim them: filter before this output instead.`).
+A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (`+"`"+metricNotRecorded+"`"+`). Processors on the child that drop messages make coverage claim them: filter before this output instead.`).
 		Fields(
 			service.NewInterpolatedStringField("sink").Description("The sink's name in coverage (`raw` for raw).").Examples("raw", "lake", `${! meta("sink") }`),
 			service.NewInterpolatedStringField("topic").Description("The message's topic.").Example(`${! meta("kafka_topic") }`),

@@ -25,7 +25,7 @@ func PlanInputSpec() *service.ConfigSpec {
 		Categories("Utility").
 		Summary("Emits the recovery plan's tasks, one message per task, for a replay stream that reads raw and writes through the covmirror output.").
 		Description(`
-Reads the plan once from committed coverage (the durable tier of ` + "`pod`" + `, or a running pod's ` + "`POST /v1/plan`" + ` with ` + "`sidecar`" + `), emits each task and ends. A message's body is the task as ` + "`covmirror plan --json`" + ` prints it, ` + "`{\"sink\",\"topic\",\"partition\",\"start\",\"end\",\"kind\"}`" + `, and its metadata ` + "`sink`, `topic`, `partition`, `start`, `end`" + ` (the half-open batch range) and ` + "`kind`" + `: ` + "`replay`" + ` (read those batches from raw and write them to the sink) or ` + "`verify-reference`" + ` (a hole in raw's own coverage: write through raw's covmirror output only the batches raw really holds).
+Reads the plan once from committed coverage (the durable tier of `+"`pod`"+`, or a running pod's `+"`POST /v1/plan`"+` with `+"`sidecar`"+`), emits each task and ends. A message's body is the task as `+"`covmirror plan --json`"+` prints it, `+"`{\"sink\",\"topic\",\"partition\",\"start\",\"end\",\"kind\"}`"+`, and its metadata `+"`sink`, `topic`, `partition`, `start`, `end`"+` (the half-open batch range) and `+"`kind`"+`: `+"`replay`"+` (read those batches from raw and write them to the sink) or `+"`verify-reference`"+` (a hole in raw's own coverage: write through raw's covmirror output only the batches raw really holds).
 
 Run the replay stream again until it emits nothing: what it wrote is committed when the stream's covmirror outputs close. A plan longer than its task limit is cut, and logged.`).
 		Fields(
