@@ -58,8 +58,9 @@ type output struct {
 
 	recorded, writeFailures, notRecorded *service.MetricCounter
 
-	mu  sync.Mutex
-	rec recorder // nil until Connect
+	mu     sync.Mutex
+	primed bool
+	rec    recorder // nil until Connect
 }
 
 func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
@@ -85,6 +86,9 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	if o.dest.sidecar != nil {
 		return nil, batching, 0, errSidecarNotBuilt
 	}
+	if err := checkPod(o.dest.pod); err != nil {
+		return nil, batching, 0, err
+	}
 	maxInFlight, err := conf.FieldMaxInFlight()
 	if err != nil {
 		return nil, batching, 0, err
@@ -100,12 +104,21 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	return o, batching, maxInFlight, nil
 }
 
-// Connect takes the process's pod (starting it for the first output).
+// Connect primes the child and takes the process's pod (starting it for
+// the first output).
 func (o *output) Connect(context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.rec != nil {
 		return nil
+	}
+	if !o.primed {
+		// A child never primed never closes: Close would wait for it until
+		// the shutdown timeout (a replay of an empty plan writes nothing).
+		if err := o.child.Prime(); err != nil {
+			return fmt.Errorf("covmirror: starting the sink's output: %w", err)
+		}
+		o.primed = true
 	}
 	rec, err := acquirePod(o.dest.pod, newSlog(o.log))
 	if err != nil {
@@ -118,11 +131,15 @@ func (o *output) Connect(context.Context) error {
 // Close closes the child, then gives the pod back: the last output to
 // close shuts it down after its final checkpoint.
 func (o *output) Close(ctx context.Context) error {
-	err := o.child.Close(ctx)
 	o.mu.Lock()
 	rec := o.rec
 	o.rec = nil
+	if !o.primed {
+		_ = o.child.Prime() // else its Close waits for it until ctx ends
+		o.primed = true
+	}
 	o.mu.Unlock()
+	err := o.child.Close(ctx)
 	if rec != nil {
 		err = errors.Join(err, rec.release())
 	}

@@ -41,6 +41,25 @@ type podRecorder struct {
 	once sync.Once
 }
 
+// checkPod refuses opts while the process's pod runs with other settings,
+// so that the mistake is a config error when the stream starts rather
+// than a Connect that fails for ever.
+func checkPod(opts pod.Options) error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.pod == nil {
+		return nil
+	}
+	return conflict(shared.opts, opts)
+}
+
+func conflict(running, opts pod.Options) error {
+	if diff := differing(running, opts); len(diff) > 0 {
+		return fmt.Errorf("covmirror: this process already runs a pod with other settings (%s differ): every covmirror output of a process records into one pod, so give them all the same pod settings", strings.Join(diff, ", "))
+	}
+	return nil
+}
+
 // acquirePod returns the process's pod, starting it with opts if none
 // runs. A pod running with other settings is an error naming the fields
 // that differ (never their values: a token or a URL may be secret).
@@ -48,8 +67,8 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.pod != nil {
-		if diff := differing(shared.opts, opts); len(diff) > 0 {
-			return nil, fmt.Errorf("covmirror: this process already runs a pod with other settings (%s differ): every covmirror output of a process records into one pod, so give them all the same pod settings", strings.Join(diff, ", "))
+		if err := conflict(shared.opts, opts); err != nil {
+			return nil, err
 		}
 		shared.refs++
 		return &podRecorder{p: shared.pod}, nil
