@@ -30,11 +30,16 @@ import (
 // env is a Benthos environment with Benthos' components and the plugins.
 func env(t testing.TB) *service.Environment {
 	t.Helper()
-	e := service.NewEnvironment()
-	if err := benthos.Register(e); err != nil {
+	e, err := newEnv()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+func newEnv() (*service.Environment, error) {
+	e := service.NewEnvironment()
+	return e, benthos.Register(e)
 }
 
 // build builds a stream from YAML, failing t on an error.
@@ -163,11 +168,16 @@ type obj = map[string]any
 // stream is the YAML of a stream from input to output.
 func stream(t testing.TB, input, output obj) string {
 	t.Helper()
-	b, err := yaml.Marshal(obj{"input": input, "output": output})
+	y, err := streamYAML(input, output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return y
+}
+
+func streamYAML(input, output obj) (string, error) {
+	b, err := yaml.Marshal(obj{"input": input, "output": output})
+	return string(b), err
 }
 
 // httpOutput is an http_client child posting to s, without retries of its
