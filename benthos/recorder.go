@@ -77,7 +77,7 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 	opts.Logger = logger
 	p, err := pod.Start(context.Background(), opts)
 	if err != nil {
-		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w (a running `covmirror serve` on the same state holds it: record into it with the sidecar field instead)", opts.Tier.State, err)
+		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w (a running `covmirror serve` on the same state holds its lock: give this stream a state of its own)", opts.Tier.State, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
