@@ -27,8 +27,15 @@
 //     lacks are a gap that recovery plans from raw.
 //
 // Coverage goes to a pod started in this process from the settings
-// `covmirror serve` takes (state, durable tier, interval, ...), one per
-// process and shared by every covmirror output and covmirror_plan input
-// that names it, shut down (its final checkpoint carrying every record)
-// when the last of them closes; or to a running sidecar's record API.
+// `covmirror serve` takes (state, durable tier, interval, ...): one per
+// process, shared by every covmirror output (an output with other
+// settings is refused), started by the first to connect and shut down,
+// its final checkpoint carrying every record, when the last one closes.
+// Recording into a running pod's record API (the sidecar field) waits for
+// the record API's Go client: until then the field is a config error. The
+// covmirror_plan input reads committed coverage only: the pod settings'
+// durable tier, or a running pod's POST /v1/plan.
+//
+// A message is one batch. Its child output's processors must not drop
+// messages: a dropped message is acknowledged, and would be recorded.
 package benthos
