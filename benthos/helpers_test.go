@@ -155,6 +155,17 @@ func (s *sinkServer) attempt(id uint64) int {
 	return s.attempts[id]
 }
 
+// writes is how many writes the server answered, refused or not.
+func (s *sinkServer) writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.attempts {
+		n += a
+	}
+	return n
+}
+
 // ids are the ids the server holds.
 func (s *sinkServer) ids() []uint64 {
 	s.mu.Lock()

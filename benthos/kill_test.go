@@ -72,8 +72,17 @@ func TestKilledMidBatchOnlyLags(t *testing.T) {
 		kills = 2
 	}
 	for i := range kills {
+		before := raw.writes()
 		c := childproc.Start(t, "stream", "KILL_STATE="+state, "KILL_RAW="+raw.URL, "KILL_LAKE="+lake.URL)
-		c.KillAfter(t, time.Duration(300+rng.IntN(900))*time.Millisecond, fmt.Sprintf("stream %d", i))
+		// Killed once it is writing (its start is slow under the race
+		// detector), at a random moment after.
+		for deadline := time.Now().Add(2 * time.Minute); raw.writes() < before+20; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				c.KillAfter(t, 0, "a stream that wrote nothing")
+				t.Fatalf("stream %d wrote nothing to raw in 2 minutes", i)
+			}
+		}
+		c.KillAfter(t, time.Duration(rng.IntN(600))*time.Millisecond, fmt.Sprintf("stream %d", i))
 		check(t, state, raw, lake, fmt.Sprintf("after kill %d", i))
 	}
 	// The next pod on the state checkpoints what the dead ones recorded.
