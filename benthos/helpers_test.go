@@ -104,7 +104,12 @@ type sinkServer struct {
 }
 
 func newSinkServer(t testing.TB, refuse func(id uint64, attempt int) bool) *sinkServer {
-	s := &sinkServer{held: map[uint64]string{}, attempts: map[uint64]int{}, refuse: refuse}
+	return newSlowSinkServer(t, refuse, 0)
+}
+
+// newSlowSinkServer is a sink server that takes delay over each write.
+func newSlowSinkServer(t testing.TB, refuse func(id uint64, attempt int) bool, delay time.Duration) *sinkServer {
+	s := &sinkServer{held: map[uint64]string{}, attempts: map[uint64]int{}, refuse: refuse, delay: delay}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s

@@ -63,9 +63,8 @@ func TestKilledMidBatchOnlyLags(t *testing.T) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 6))
 	lakeRng := rand.New(rand.NewPCG(seed, 7))
-	raw := newSinkServer(t, nil)
-	lake := newSinkServer(t, func(uint64, int) bool { return lakeRng.Float64() < 0.05 })
-	raw.delay, lake.delay = time.Millisecond, 2*time.Millisecond
+	raw := newSlowSinkServer(t, nil, time.Millisecond)
+	lake := newSlowSinkServer(t, func(uint64, int) bool { return lakeRng.Float64() < 0.05 }, 2*time.Millisecond)
 	state := t.TempDir()
 	kills := 4
 	if testing.Short() {
