@@ -59,6 +59,7 @@ func init() {
 		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
 		"version":     {"print the version", runVersion},
 		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
+		"reconcile":   {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
 		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }
