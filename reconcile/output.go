@@ -64,7 +64,10 @@ func WriteText(w io.Writer, rep Report) {
 	}
 	for _, c := range rep.Checked {
 		fmt.Fprintf(w, "sink %s: %d destinations, %d checks, %d batches checked", c.Sink, c.Destinations, c.Checks, c.Batches)
-		if c.Failed {
+		switch {
+		case c.Failed && c.FailedDestinations == 0:
+			fmt.Fprint(w, "; no committed coverage to check (below)")
+		case c.Failed:
 			fmt.Fprintf(w, "; %d destinations failed (nothing of them is reported absent)", c.FailedDestinations)
 		}
 		fmt.Fprintln(w)
@@ -78,7 +81,7 @@ func WriteText(w io.Writer, rep Report) {
 // WriteSeed writes the line that says how to repeat the run's sample.
 func WriteSeed(w io.Writer, rep Report) {
 	if rep.Sample == 0 {
-		fmt.Fprintf(w, "full check (seed %d)\n", rep.Seed)
+		fmt.Fprintln(w, "full check: no sample")
 		return
 	}
 	fmt.Fprintf(w, "sampled %d pieces per destination with seed %d: --seed %d --sample %d --max-batches-per-check %d asks the same pieces of the same coverage\n",

@@ -48,11 +48,10 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	opts.Logger = g.logger
-	if err := errors.Join(g.set.Err(), opts.Validate()); err != nil || *every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0) {
-		return usageError{fmt.Errorf("reconcile: %w (--every not negative, --max-batches-per-check positive, --json or --tasks, --metrics-addr with --every)", err)}
-	}
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
-	if err == nil && len(cfgs) == 0 {
+	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
+		err = errors.New("--every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
+	} else if err == nil && len(cfgs) == 0 {
 		err = errors.New("no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
 	}
 	if err != nil {

@@ -175,7 +175,7 @@ func TestReconcileEndToEnd(t *testing.T) {
 	// back and record them) and reconcile is clean.
 	out, errOut, err := e.run(t, "reconcile", "--tasks")
 	var tasks []recovery.Gap
-	if exitCode(err) != 1 || json.Unmarshal([]byte(out), &tasks) != nil || len(tasks) != 4 || !strings.Contains(errOut, "full check (seed ") {
+	if exitCode(err) != 1 || json.Unmarshal([]byte(out), &tasks) != nil || len(tasks) != 4 || !strings.Contains(errOut, "full check: no sample") {
 		t.Fatalf("--tasks: exit %d, %q\n%s", exitCode(err), out, errOut)
 	}
 	for _, task := range tasks {
