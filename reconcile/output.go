@@ -116,7 +116,7 @@ type Job struct {
 func (j *Job) Once(ctx context.Context) error {
 	start := time.Now()
 	rep, err := Run(ctx, j.Tier, j.Checkers, j.Options)
-	if j.Metrics != nil {
+	if j.Metrics != nil && ctx.Err() == nil { // a run cut by shutdown is no failed run
 		j.Metrics.Observe(rep, err, time.Now())
 	}
 	if rep.Checked == nil {
