@@ -13,6 +13,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -29,7 +30,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
-	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback):
+	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback), errors.Is(err, reconcile.ErrNoChecker):
 		return 2
 	}
 	return 1
