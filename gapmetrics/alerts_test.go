@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
+
+	"github.com/covmirror/covmirror/reconcile"
 )
 
 // alertRules is the shape of a Prometheus rule file, as far as checked.
@@ -75,7 +77,7 @@ func TestAlertsNameExistingMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := describedMetrics(t, m.Collector(), g)
+	known := describedMetrics(t, m.Collector(), g, reconcile.NewMetrics(0, nil))
 	var alerts []string
 	for _, group := range rules.Groups {
 		for _, r := range group.Rules {

@@ -40,11 +40,30 @@
 // [Counter]; [Counting] adapts it, treating a range whose count falls short
 // of its length as wholly suspect.
 //
+// # Configuration and credentials
+//
+// [AddConfigEntry] and [ParseConfig] read a sink's checker from
+// reconcile.SINK.KEY entries of the configuration file, and [Build] makes
+// the checkers. A credential is never in the configuration: a DSN or a
+// token is read from the environment variable its dsn-env or token-env key
+// names, and a key that would hold one (dsn, token, password, secret), or
+// a URL with user info, is refused without repeating its value. No error a
+// built checker returns, and so no log line, shows the DSN or its
+// password: they are replaced by xxxxx.
+//
+// # The command and its metrics
+//
+// [Job] runs one reconcile as covmirror reconcile does, feeding [Metrics],
+// the collector of scheduled runs. A sink whose check failed keeps the
+// larger of its last claimed-absent count and this run's: a failing check
+// never silences an alert.
+//
 // # Dependencies
 //
 // reconcile imports coverage, durable (the tier it reads), recovery (the task
 // type it hands to the recovery worker) and internal/wirejson; of the
-// outside world, the two SQL drivers, iceberg-go, arrow-go (the record
-// batches an Iceberg scan returns) and golang.org/x/time/rate.
+// outside world, the two SQL drivers (and pgx's DSN parser, to find a
+// password to redact), iceberg-go, arrow-go (the record batches an Iceberg
+// scan returns), golang.org/x/time/rate and client_golang.
 // It works on any durable.Tier and reaches no concrete tier.
 package reconcile

@@ -35,6 +35,9 @@ type HTTPOptions struct {
 	// MaxBody bounds an answer's body in bytes; a longer one is
 	// ErrBadAnswer. Zero value: DefaultMaxBody.
 	MaxBody int64
+	// Token is sent as Authorization: Bearer Token with every request.
+	// Zero value: no Authorization header.
+	Token string
 }
 
 // EnsureDefaults fills in the zero-valued fields with their defaults.
@@ -139,6 +142,9 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, fmt.Errorf("request for %v: %w", r, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
 	resp, err := c.opts.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET for %v: %w", r, timedOut(ctx, err))

@@ -84,3 +84,24 @@ func TestMySQLTopicVariantsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLFromConfig: a mysql checker built from the configuration's keys,
+// its DSN from the environment, finds exactly the deleted batches.
+func TestMySQLFromConfig(t *testing.T) {
+	d := myDialect(t)
+	tier := fill(t, d, "mysink")
+	cfgs, err := configOf(t, "mysink.kind = sql", "mysink.driver = mysql", "mysink.dsn-env = MY_DSN", "mysink.query = "+d.idsQuery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := reconcile.Build(cfgs, reconcile.BuildOptions{LookupEnv: envOf(map[string]string{"MY_DSN": mysqlDSN()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	rep, err := reconcile.Run(ctx, tier, cs.Checkers, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "from the configuration", rep.Absent, wantAbsent("mysink"))
+}

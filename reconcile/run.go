@@ -68,6 +68,10 @@ type Report struct {
 	committed map[coverage.Destination]*coverage.RangeSet
 }
 
+// ErrNoChecker: a sink Options.Sinks selects has no checker, a mistake
+// in the run's options or configuration.
+var ErrNoChecker = errors.New("has no checker")
+
 // ErrNoCoverage: a selected sink has no committed coverage in the durable
 // tier (under the run's topic and partition), so nothing of it can be
 // checked: most often a misspelt sink name.
@@ -111,7 +115,7 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 	}
 	for _, s := range sinks {
 		if checkers[s] == nil {
-			return Report{}, fmt.Errorf("reconcile: sink %q has no checker: give one, or leave it out of the sinks", s)
+			return Report{}, fmt.Errorf("reconcile: sink %q %w: give one, or leave it out of the sinks", s, ErrNoChecker)
 		}
 	}
 	all, err := tier.Coverage(ctx, durable.Filter{Topic: opts.Topic, Partition: opts.Partition})

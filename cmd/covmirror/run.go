@@ -13,6 +13,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -29,7 +30,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
-	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback):
+	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback), errors.Is(err, reconcile.ErrNoChecker):
 		return 2
 	}
 	return 1
@@ -59,6 +60,7 @@ func init() {
 		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
 		"version":     {"print the version", runVersion},
 		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
+		"reconcile":   {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
 		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }

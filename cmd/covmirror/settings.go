@@ -11,6 +11,7 @@ import (
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/pod"
 	"github.com/covmirror/covmirror/postgres"
+	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -51,7 +52,9 @@ var table = func() []settings.Setting {
 		{Key: "log.level", Default: "info", Usage: "log level on stderr: debug, info, warn or error"},
 		{Key: "log.format", Default: "text", Usage: "log format on stderr: text or json"},
 
-		{Key: "token-file", Commands: []string{"serve", "inspect"}, Usage: "a file holding the bearer token (mode 0600 or narrower): serve requires it as Authorization: Bearer TOKEN on every request over TCP but the map's page (and for an --addr other hosts can reach); inspect --url sends it"},
+		{Key: "token-file", Commands: []string{"serve", "inspect", "reconcile"}, Usage: "a file holding the bearer token (mode 0600 or narrower): serve requires it as Authorization: Bearer TOKEN on every request over TCP but the map's page (and for an --addr other hosts can reach), reconcile on /metrics; inspect --url sends it"},
+		{Key: reconcile.ConfigPrefix, Flag: "checker", Env: "-", Commands: []string{"reconcile"}, Kind: settings.Map, Entry: "SINK.KEY", Add: reconcile.AddConfigEntry,
+			Usage: "a sink's checker, SINK.KEY=VALUE, repeatable: kind (sql, http or iceberg) and its keys; credentials only through the variables dsn-env and token-env name"},
 		{Key: "addr", Commands: serve, Default: pod.DefaultAddr, Usage: "TCP listen address for the record API, the coverage map, /metrics and /debug/coverage (loopback by default; another address needs --token-file)"},
 		{Key: "socket", Commands: serve, Usage: "also serve the record API on a Unix socket at this path (mode 0600; a stale socket file is removed if nothing answers on it)"},
 		{Key: "interval", Commands: serve, Kind: settings.Duration, Default: mirror.DefaultInterval.String(), Usage: "checkpoint interval"},

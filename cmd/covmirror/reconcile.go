@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/covmirror/covmirror/compaction"
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/reconcile"
+	"github.com/covmirror/covmirror/sidecar"
+	"github.com/covmirror/covmirror/tier"
+)
+
+// runReconcile composes package reconcile: the checkers from the
+// configuration, a Job run once or on a schedule, and its metrics.
+func runReconcile(ctx context.Context, g *globals, args []string) error {
+	fs := subFlags(g, "reconcile", "[--sink a,b] [--topic T] [--partition P] [--sample N [--seed S]] [--max-checks-per-second R] [--max-batches-per-check N] [--every D [--metrics-addr ADDR]] [--json | --tasks [--reference raw]]")
+	var opts reconcile.Options
+	fs.Func("sink", "only these sinks, comma-separated (default: every sink with a checker)", func(v string) (err error) { opts.Sinks, err = parseSinks(v); return err })
+	fs.StringVar(&opts.Topic, "topic", "", "only this topic")
+	fs.Func("partition", "only this partition", func(v string) error {
+		p, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || p < 0 {
+			return fmt.Errorf("%q is not a partition, 0 to %d", v, math.MaxInt32)
+		}
+		opts.Partition = new(int32(p))
+		return nil
+	})
+	fs.IntVar(&opts.Sample, "sample", 0, "check this many pieces of each destination's coverage, chosen from --seed (0: all of it)")
+	fs.Uint64Var(&opts.Seed, "seed", 0, "the sample's seed, printed by every run (0: a fresh one)")
+	fs.Float64Var(&opts.MaxChecksPerSecond, "max-checks-per-second", reconcile.DefaultMaxChecksPerSecond, "most checker calls per second, over all sinks")
+	fs.Uint64Var(&opts.MaxBatchesPerCheck, "max-batches-per-check", reconcile.DefaultMaxBatchesPerCheck, "most batches one checker call is asked about")
+	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")
+	metricsAddr := fs.String("metrics-addr", "", "with --every: serve /metrics here (a port alone: loopback; another host needs --token-file)")
+	asJSON := fs.Bool("json", false, "print each run as one JSON line: the report, its claimed-absent rows as {sink, topic, partition, start, end, kind}")
+	asTasks := fs.Bool("tasks", false, "print the replay tasks as covmirror plan --json does, for the recovery worker (the report goes to stderr)")
+	job := reconcile.Job{Format: reconcile.FormatText, Stdout: g.stdout, Stderr: g.stderr}
+	fs.StringVar(&job.Reference, "reference", coverage.RawSink, "with --tasks: the sink replays read from")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	opts.Logger = g.logger
+	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
+	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
+		err = errors.New("--every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
+	} else if err == nil && len(cfgs) == 0 {
+		err = errors.New("no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
+	}
+	if err != nil {
+		return usageError{fmt.Errorf("reconcile: %w", err)}
+	}
+	primary, closer, err := tier.Open(ctx, g.tier, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	var cat catalog.Catalog
+	if reconcile.NeedsCatalog(cfgs) {
+		t, ok := primary.(*iceberg.Table)
+		if !ok {
+			if t, err = tier.OpenTable(ctx, g.tier); err != nil {
+				return err
+			}
+		}
+		cat = t.Catalog()
+	}
+	checkers, err := reconcile.Build(cfgs, reconcile.BuildOptions{Catalog: cat})
+	if err != nil {
+		return usageError{err}
+	}
+	defer checkers.Close()
+	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, opts.Sinks)
+	if *asJSON {
+		job.Format = reconcile.FormatJSON
+	} else if *asTasks {
+		job.Format = reconcile.FormatTasks
+	}
+	if *every == 0 {
+		return job.Once(ctx)
+	}
+	if *metricsAddr != "" {
+		var token string
+		if path := g.set.String("token-file"); path != "" {
+			if token, err = readToken(path); err != nil {
+				return err
+			}
+		}
+		ln, err := sidecar.ListenTCP(reconcile.MetricsAddr(*metricsAddr), token != "", g.logger)
+		if err != nil {
+			return fmt.Errorf("reconcile --metrics-addr: %w", err)
+		}
+		srv := &http.Server{Handler: reconcile.MetricsHandler(job.Metrics, token), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		fmt.Fprintf(g.stdout, "serving http://%s/metrics\n", ln.Addr())
+	}
+	return compaction.RunEvery(ctx, *every, 0.1, g.logger, job.Once) // until SIGTERM
+}
