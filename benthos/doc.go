@@ -23,8 +23,9 @@
 //     do not parse fails that message, so the input (or a fan_out broker)
 //     delivers it again; dedup absorbs the second write.
 //   - any other sink never holds the source back: a failed write (or
-//     record) is logged, counted and acknowledged, and the batches it
-//     lacks are a gap that recovery plans from raw.
+//     record), or one that takes longer than the output's timeout, is
+//     logged, counted and acknowledged, and the batches it lacks are a gap
+//     that recovery plans from raw.
 //
 // Coverage goes to a pod started in this process from the settings
 // `covmirror serve` takes (state, durable tier, interval, ...): one per

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -20,6 +21,10 @@ const (
 	metricWriteFailures = "covmirror_write_failures"
 	metricNotRecorded   = "covmirror_unrecorded_batches"
 )
+
+// DefaultTimeout is the output's timeout by default: how long a sink
+// other than raw may take over a write before it counts as failed.
+const DefaultTimeout = time.Minute
 
 // OutputSpec is the covmirror output's config spec.
 func OutputSpec() *service.ConfigSpec {
@@ -40,6 +45,8 @@ A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not pa
 			service.NewInterpolatedStringField("batch_id").Description("The message's batch id in its partition, 0 to 9223372036854775806 (a Kafka offset, a sequence number).").Example(`${! meta("kafka_offset") }`),
 			service.NewBoolField("reference").Default(false).Description("True for raw: a failed write fails the message (it is delivered again) instead of being acknowledged as a gap."),
 			service.NewOutputField("output").Description("The sink's output: each batch is written through it, and what it acknowledges is recorded."),
+			service.NewDurationField("timeout").Default(DefaultTimeout.String()).
+				Description("How long a write to a sink other than raw may take before it counts as failed (a gap, acknowledged), so that a sink that is down or stalled never holds the stream back; `0s`: no limit. A write to raw is never cut short."),
 			podField(),
 			sidecarField(),
 			service.NewOutputMaxInFlightField(),
@@ -51,6 +58,7 @@ A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not pa
 type output struct {
 	sink, topic, partition, batchID *service.InterpolatedString
 	reference                       bool
+	timeout                         time.Duration
 	child                           *service.OwnedOutput
 	dest                            destination
 	res                             *service.Resources
@@ -79,6 +87,12 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	var err error
 	if o.reference, err = conf.FieldBool("reference"); err != nil {
 		return nil, batching, 0, err
+	}
+	if o.timeout, err = conf.FieldDuration("timeout"); err != nil {
+		return nil, batching, 0, err
+	}
+	if o.timeout < 0 {
+		return nil, batching, 0, errors.New("covmirror: timeout must not be negative (0s: no limit)")
 	}
 	if o.dest, err = parseDestination(conf); err != nil {
 		return nil, batching, 0, err
@@ -139,7 +153,19 @@ func (o *output) Close(ctx context.Context) error {
 		o.primed = true
 	}
 	o.mu.Unlock()
-	err := o.child.Close(ctx)
+	cctx := ctx
+	if !o.reference && o.timeout > 0 {
+		// A stalled sink's writes still in flight hold its Close too: cut
+		// short, they are gaps like any write that timed out.
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	err := o.child.Close(cctx)
+	if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+		o.log.Warnf("covmirror: the sink's output did not close within the timeout (%s); its writes still in flight are not recorded: %v", o.timeout, err)
+		err = nil
+	}
 	if rec != nil {
 		err = errors.Join(err, rec.release())
 	}
@@ -171,7 +197,16 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		sub, at = append(sub, m), append(at, i)
 	}
 	if len(sub) > 0 {
-		acked, werr := writeThrough(ctx, o.child, sub)
+		wctx := ctx
+		if !o.reference && o.timeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, o.timeout)
+			defer cancel()
+		}
+		acked, werr := writeThrough(wctx, o.child, sub)
+		if werr != nil && wctx.Err() != nil && ctx.Err() == nil {
+			werr = fmt.Errorf("the write did not finish within the timeout (%s): %w", o.timeout, werr)
+		}
 		var entries []coverage.Entry
 		var ids []int
 		for j, i := range at {

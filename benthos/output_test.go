@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +224,30 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestStalledSinkDoesNotHoldTheStream: a sink that never answers is cut
+// short by the output's timeout: its writes are gaps, acknowledged, and
+// the stream finishes with raw whole.
+func TestStalledSinkDoesNotHoldTheStream(t *testing.T) {
+	release := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(stalled.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the handlers
+	const n = 20
+	raw := newSinkServer(t, nil)
+	state := t.TempDir()
+	lake := covmirrorOutput("lake", false, state, obj{"http_client": obj{"url": stalled.URL, "verb": "POST", "retries": 0, "timeout": "1h"}})
+	lake["covmirror"].(obj)["timeout"] = "100ms"
+	run(t, stream(t, generate(n, 5), fanOut(covmirrorOutput("raw", true, state, httpOutput(raw)), lake)))
+	got := committed(t, state)
+	if !slices.Equal(got["raw"], upTo(n)) || len(got["lake"]) != 0 {
+		t.Fatalf("raw's coverage %s, the stalled lake's %s: want raw whole and lake none", short(got["raw"]), short(got["lake"]))
 	}
 }
