@@ -16,29 +16,91 @@ coverage may lag, never lead.
     c.put_position("files", 0, "file-0099", raw_end=100)
     c.get_position("files", 0)                    # {"found": true, "cursor": ..., "raw_end": ...}
 
-Every error answer raises CovmirrorError with the server's JSON error: its
-status, message, rule, and the entry at fault for a refused record batch.
+The semantics are those of the Go client (package sidecar/client):
+
+- record() is all or nothing: an invalid entry raises Rejected naming the
+  entry and the server's rule, and nothing is recorded. A return means the
+  pod's local tier accepted every entry; any exception means maybe
+  recorded, maybe not: a lag, which recovery finds as a gap. Record the
+  entries again or leave them to recovery; never count them as recorded.
+- Every call is retried, up to max_attempts with a capped, jittered
+  exponential wait, on a transport error (refused, reset, timed out) and
+  on 408, 429 and every 5xx (503 when the pod shuts down): safe, because
+  recording twice is harmless (coverage is a union). A refusal (another
+  4xx) is never retried.
+- The token (token_file= or token=) is sent over TCP only, never logged
+  nor put in an exception.
+
+Every error answer raises a CovmirrorError with the server's JSON error:
+its status, message, rule, the entry at fault for a refused record batch
+and, for one the local tier failed midway, how many were recorded. Its
+subclasses: Rejected (a 4xx but 401, 408 and 429, or refused before
+sending: status None), Unauthorized (401: the token), Unavailable (every
+attempt failed: status None after transport errors) and BadAnswer (not
+the record API's answer: a redirect, a body not its JSON, a count that
+does not match).
 """
 
 import http.client
 import json
+import logging
+import random
 import socket as _socket
 import sys
+import time
 import urllib.parse
+
+_log = logging.getLogger("covmirror_client")
+
+DEFAULT_MAX_ATTEMPTS = 8  # with the waits below: up to about 11 s, a pod's restart
+MIN_RETRY_WAIT = 0.1      # seconds, doubled per retry ...
+MAX_RETRY_WAIT = 5.0      # ... up to this; each wait a random time below it
 
 
 class CovmirrorError(Exception):
-    """An error answer of the record API."""
+    """An error answer of the record API (status None: no answer)."""
 
-    def __init__(self, status, body):
+    def __init__(self, status, body, route=None):
         self.status = status
+        self.route = route
         self.body = body if isinstance(body, dict) else {"error": str(body)}
         self.error = self.body.get("error", "")
         self.rule = self.body.get("rule")
         self.entry = self.body.get("entry")
         self.recorded = self.body.get("recorded")
         where = "" if self.entry is None else " (entry %d)" % self.entry
-        super().__init__("covmirror: HTTP %d%s: %s [rule %s]" % (status, where, self.error, self.rule))
+        what = "HTTP %d" % status if status is not None else "no answer"
+        super().__init__("covmirror: %s%s%s: %s [rule %s]" % (route + ": " if route else "", what, where, self.error, self.rule))
+
+
+class Rejected(CovmirrorError):
+    """The request was refused and nothing was recorded: fix it (rule says why)."""
+
+
+class Unauthorized(CovmirrorError):
+    """401: the token is missing or wrong."""
+
+
+class Unavailable(CovmirrorError):
+    """Every attempt failed on the transport or with 408, 429 or a 5xx: maybe recorded."""
+
+
+class BadAnswer(CovmirrorError):
+    """The answer is not the record API's: maybe recorded; check the address."""
+
+
+def _retryable(status):
+    return status in (408, 429) or 500 <= status <= 599
+
+
+def _error_class(status):
+    if status == 401:
+        return Unauthorized
+    if _retryable(status):
+        return Unavailable
+    if 400 <= status <= 499:
+        return Rejected
+    return BadAnswer
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -68,25 +130,47 @@ def read_token(path):
     return token
 
 
+def _check_text(what, value, entry=None):
+    """Refuses text JSON would carry as another name: a lone surrogate
+    (from bytes decoded with surrogateescape) reaches the server as U+FFFD."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        where = "" if entry is None else "entry %d: " % entry
+        raise Rejected(None, {"error": where + "the %s is not valid UTF-8 text; nothing was sent" % what,
+                              "rule": "invalid-utf8", "entry": entry}) from None
+
+
 class Client:
     """The record API over TCP (url) or a Unix socket (socket).
 
     token_file (or token): the bearer token of serve's --token-file, sent
-    as Authorization on every request over TCP (the socket needs none)."""
+    as Authorization on every request over TCP (the socket needs none).
+    timeout: seconds per attempt. max_attempts: attempts per call, the
+    first included (1: never retry)."""
 
-    def __init__(self, url=None, socket=None, timeout=60.0, token_file=None, token=None):
+    def __init__(self, url=None, socket=None, timeout=60.0, token_file=None, token=None,
+                 max_attempts=DEFAULT_MAX_ATTEMPTS, min_wait=MIN_RETRY_WAIT, max_wait=MAX_RETRY_WAIT):
         if (url is None) == (socket is None):
-            raise ValueError("give url or socket, not both")
+            raise ValueError("give url (http://host:port, serve's --addr) or socket (serve's --socket): one of them, not both")
         if token_file is not None:
             token = read_token(token_file)
-        self._token = token
+        if token is not None and (not token or any(c <= " " or c > "~" for c in token)):
+            raise ValueError("the token must be visible ASCII (read the token file without its trailing newline)")
+        if max_attempts < 1:
+            raise ValueError("max_attempts is %r: give 1 or more" % (max_attempts,))
+        self._token = token if socket is None else None
         self._timeout = timeout
+        self._max_attempts, self._min_wait, self._max_wait = max_attempts, min_wait, max_wait
         if socket is not None:
             self._connect = lambda: _UnixConnection(socket, timeout)
         else:
             u = urllib.parse.urlsplit(url)
-            if u.scheme != "http":
-                raise ValueError("url must be http://host:port, not %r" % url)
+            if u.scheme != "http" or not u.hostname or u.username or u.password or u.path not in ("", "/") or u.query:
+                # Never the url itself: it could hold a password.
+                raise ValueError("url must be http://host:port, the server's root (serve's --addr)")
             self._connect = lambda: http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
         self._conn = None
 
@@ -95,54 +179,101 @@ class Client:
             self._conn.close()
             self._conn = None
 
-    def _request(self, method, path, body=None, content_type="application/json"):
-        headers = {}
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _attempt(self, method, path, body, headers):
+        """One request: (status, headers, body bytes); OSError and
+        http.client's errors on the transport."""
+        if self._conn is None:
+            self._conn = self._connect()
+        try:
+            self._conn.request(method, path, body=body, headers=headers)
+            resp = self._conn.getresponse()
+            data = resp.read()
+        except BaseException:
+            self.close()
+            raise
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
+        return resp.status, resp, data
+
+    def _request(self, method, path, body=None, content_type="application/json", want_headers=False):
+        headers = {"Accept": "application/json"}
         if method not in ("GET", "HEAD"):
             # Every write says its type, a body or not: the server refuses
             # a write without one (what a browser's page could send).
             headers["Content-Type"] = content_type
         if self._token:
             headers["Authorization"] = "Bearer " + self._token
-        for attempt in (0, 1):
-            if self._conn is None:
-                self._conn = self._connect()
+        route = "%s %s" % (method, path.split("?", 1)[0])
+        attempt = 0
+        while True:
+            attempt += 1
             try:
-                self._conn.request(method, path, body=body, headers=headers)
-                resp = self._conn.getresponse()
-                data = resp.read()
-                break
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                # A kept-alive connection the server closed: once more on a
-                # fresh one. Safe: a request that reached the server got an
-                # answer, and recording twice is harmless (a union).
-                self.close()
-                if attempt:
-                    raise
-        if resp.getheader("Connection", "").lower() == "close":
-            self.close()
-        try:
-            doc = json.loads(data) if data else None
-        except ValueError:
-            doc = {"error": data.decode("utf-8", "replace")}
-        if not 200 <= resp.status < 300:
-            # A redirect is not success either: ServeMux answers 307 for a
-            # path it would clean, and following it would address another
-            # resource.
-            raise CovmirrorError(resp.status, doc)
-        return doc
+                status, resp, data = self._attempt(method, path, body, headers)
+            except (OSError, http.client.HTTPException) as e:
+                # Refused, reset, timed out, or an answer cut off: the
+                # request may have been recorded, and again is harmless.
+                last = Unavailable(None, {"error": "%s: %s" % (type(e).__name__, e), "rule": None}, route)
+                last.__cause__ = e
+            else:
+                if 200 <= status < 300:
+                    try:
+                        doc = json.loads(data) if data else None
+                    except ValueError:
+                        raise BadAnswer(status, {"error": "the answer is not the record API's JSON: %r" % data[:200]}, route) from None
+                    return (doc, resp) if want_headers else doc
+                try:
+                    doc = json.loads(data) if data else None
+                except ValueError:
+                    doc = None
+                if not isinstance(doc, dict) or "error" not in doc:
+                    text = data[:200].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
+                    doc = {"error": text + " (not an answer of the record API: does the address name the pod's serve?)"}
+                # A redirect is not success either: ServeMux answers 307 for
+                # a path it would clean, and following it would address
+                # another resource.
+                last = _error_class(status)(status, doc, route)
+                if not _retryable(status):
+                    raise last
+            if attempt >= self._max_attempts:
+                raise Unavailable(last.status, dict(last.body, error="%s failed %d times, the last: %s; the request may or may not have taken effect (records then lag: send them again)" % (route, attempt, last.error)), route) from last
+            wait = random.uniform(0, min(self._max_wait, self._min_wait * 2 ** (attempt - 1)))
+            _log.warning("covmirror: retrying %s after attempt %d of %d in %.3fs: %s", route, attempt, self._max_attempts, wait, last)
+            time.sleep(wait)
 
     def record(self, entries):
         """Records ranges the sinks have durably acknowledged: all or nothing.
 
+        Call it only after the sink's durable ack of every entry.
         entries: dicts with sink, topic, partition, start, end (half-open).
-        Returns the number recorded; raises CovmirrorError naming the entry
-        and rule of an invalid one (nothing was recorded then)."""
-        body = json.dumps(list(entries)).encode()
-        return self._request("POST", "/v1/records", body)["recorded"]
+        Returns the number recorded, len(entries); raises Rejected naming
+        the entry and rule of an invalid one (nothing was recorded then),
+        and any other CovmirrorError when the outcome is unknown (a lag:
+        record them again)."""
+        entries = list(entries)
+        return self._record(entries, json.dumps(entries).encode(), "application/json")
 
     def record_ndjson(self, entries):
+        """record(), sent as NDJSON (one entry per line)."""
+        entries = list(entries)
         body = "".join(json.dumps(e) + "\n" for e in entries).encode()
-        return self._request("POST", "/v1/records", body, "application/x-ndjson")["recorded"]
+        return self._record(entries, body, "application/x-ndjson")
+
+    def _record(self, entries, body, content_type):
+        for i, e in enumerate(entries):
+            if isinstance(e, dict):
+                _check_text("sink name", e.get("sink"), i)
+                _check_text("topic name", e.get("topic"), i)
+        ans = self._request("POST", "/v1/records", body, content_type)
+        got = ans.get("recorded") if isinstance(ans, dict) else None
+        if got != len(entries):
+            raise BadAnswer(200, {"error": "the answer says %r recorded of %d entries sent: treat them as not recorded" % (got, len(entries))}, "POST /v1/records")
+        return got
 
     def checkpoint(self):
         return self._request("POST", "/v1/checkpoint")
@@ -194,6 +325,7 @@ class Client:
 
         raw_end: the end (exclusive) of the raw batches the cursor covers;
         call it only once raw durably holds them."""
+        _check_text("cursor", cursor)
         body = json.dumps({"partition": partition, "cursor": cursor, "raw_end": raw_end}).encode()
         return self._request("PUT", self._source_path(source), body)
 

@@ -179,6 +179,16 @@ func TestNoConcreteTier(t *testing.T) {
 	never(t, "sidecar", "the sidecar takes its tiers as durable.Tier", "iceberg")
 }
 
+// TestClientLinksNoPod: sidecar/client is for Go programs outside the pod,
+// which record over the API instead of linking the pod: the model and the
+// retry schedule, and nothing of the tiers, the server or their engines.
+func TestClientLinksNoPod(t *testing.T) {
+	only(t, "sidecar/client", "coverage", "internal/backoff")
+	never(t, "sidecar/client", "a program outside the pod links only the model and the standard library",
+		"sidecar", "local", "durable", "mirror", "iceberg", "object", "postgres",
+		"github.com/cockroachdb/pebble", "github.com/apache/iceberg-go", "github.com/duckdb")
+}
+
 // TestQueriesLinkNoPebble: every query links the queries package, which
 // has no use for the pod-local tier's storage engine.
 func TestQueriesLinkNoPebble(t *testing.T) {
