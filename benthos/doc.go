@@ -32,10 +32,11 @@
 // process, shared by every covmirror output (an output with other
 // settings is refused), started by the first to connect and shut down,
 // its final checkpoint carrying every record, when the last one closes.
-// Recording into a running pod's record API (the sidecar field) waits for
-// the record API's Go client: until then the field is a config error. The
-// covmirror_plan input reads committed coverage only: the pod settings'
-// durable tier, or a running pod's POST /v1/plan.
+// Or coverage goes to a running pod's record API (the sidecar field,
+// through sidecar/client: all or nothing, retried safely; an error means
+// maybe recorded, taken as not). The covmirror_plan input reads committed
+// coverage only: the pod settings' durable tier, or a running pod's
+// POST /v1/plan.
 //
 // A message is one batch. Its child output's processors must not drop
 // messages: a dropped message is acknowledged, and would be recorded.

@@ -97,10 +97,13 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	if o.dest, err = parseDestination(conf); err != nil {
 		return nil, batching, 0, err
 	}
-	if o.dest.sidecar != nil {
-		return nil, batching, 0, errSidecarNotBuilt
-	}
-	if err := checkPod(o.dest.pod); err != nil {
+	if s := o.dest.sidecar; s != nil {
+		c, err := newClient(*s, nil) // checks the address now: a config error
+		if err != nil {
+			return nil, batching, 0, err
+		}
+		_ = c.Close()
+	} else if err := checkPod(o.dest.pod); err != nil {
 		return nil, batching, 0, err
 	}
 	maxInFlight, err := conf.FieldMaxInFlight()
@@ -119,8 +122,8 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 }
 
 // Connect primes the child and takes the process's pod (starting it for
-// the first output).
-func (o *output) Connect(context.Context) error {
+// the first output), or connects to the running pod the sidecar names.
+func (o *output) Connect(ctx context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.rec != nil {
@@ -134,7 +137,13 @@ func (o *output) Connect(context.Context) error {
 		}
 		o.primed = true
 	}
-	rec, err := acquirePod(o.dest.pod, newSlog(o.log))
+	var rec recorder
+	var err error
+	if s := o.dest.sidecar; s != nil {
+		rec, err = connectSidecar(ctx, *s, newSlog(o.log))
+	} else {
+		rec, err = acquirePod(o.dest.pod, newSlog(o.log))
+	}
 	if err != nil {
 		return err
 	}

@@ -208,7 +208,8 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no batch_id", func(c, _ obj) { delete(c, "batch_id") }, "batch_id"},
 		{"no output", func(c, _ obj) { delete(c, "output") }, "output"},
-		{"sidecar", func(c, _ obj) { c["sidecar"] = obj{"address": "127.0.0.1:9464"} }, "sidecar"},
+		{"sidecar scheme", func(c, _ obj) { c["sidecar"] = obj{"address": "ftp://127.0.0.1:9464"} }, "sidecar"},
+		{"sidecar path", func(c, _ obj) { c["sidecar"] = obj{"address": "127.0.0.1:9464/records"} }, "sidecar"},
 		{"socket and address", func(c, _ obj) { c["sidecar"] = obj{"address": "127.0.0.1:9464", "socket": "/tmp/x"} }, "not both"},
 		{"token alone", func(c, _ obj) { c["sidecar"] = obj{"token": "x"} }, "sidecar.token"},
 		{"bad interval", func(_, p obj) { p["interval"] = "-1s" }, "interval"},

@@ -130,7 +130,7 @@ func (in *planInput) Connect(ctx context.Context) error {
 	var tasks []recovery.Gap
 	var err error
 	if in.dest.sidecar != nil {
-		tasks, err = sidecarPlan(ctx, *in.dest.sidecar, in.opts)
+		tasks, err = sidecarPlan(ctx, *in.dest.sidecar, in.opts, newSlog(in.log))
 	} else {
 		tasks, err = tierPlan(ctx, in.dest.pod.Tier, in.opts)
 	}

@@ -2,7 +2,6 @@ package benthos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -77,7 +76,7 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 	opts.Logger = logger
 	p, err := pod.Start(context.Background(), opts)
 	if err != nil {
-		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w (a running `covmirror serve` on the same state holds its lock: give this stream a state of its own)", opts.Tier.State, err)
+		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w (a running `covmirror serve` on the same state holds its lock: record into it with the sidecar field, or give this stream a state of its own)", opts.Tier.State, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -129,6 +128,3 @@ func differing(a, b pod.Options) []string {
 	walk("", reflect.ValueOf(a), reflect.ValueOf(b))
 	return out
 }
-
-// errSidecarNotBuilt: the record API's Go client is not in this build.
-var errSidecarNotBuilt = errors.New("covmirror: sidecar: recording into a running pod needs the record API's Go client, which this build does not have yet: record in-process with the pod field (drop the sidecar field), or run the pipeline with covmirror's Python client against the running pod")

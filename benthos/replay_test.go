@@ -18,14 +18,24 @@ import (
 // one message per batch read back from raw's server (a batch raw lacks is
 // dropped), written through a covmirror output to the task's sink.
 func replayStream(t *testing.T, state string, raw *sinkServer, n int, sinks map[string]*sinkServer) string {
+	return replayInto(t, obj{"pod": obj{"state": state, "interval": "1h"}}, raw, n, sinks)
+}
+
+// replayInto is replayStream with the plan read from, and the coverage
+// recorded into, dest: {"pod": ...} or {"sidecar": ...}.
+func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string]*sinkServer) string {
 	var cases []obj
 	for name, srv := range sinks {
 		cases = append(cases, obj{"check": `meta("sink") == "` + name + `"`, "output": httpOutput(srv)})
 	}
 	cases = append(cases, obj{"output": obj{"reject": `no such sink: ${! meta("sink") }`}})
-	out := covmirrorOutput(`${! meta("sink") }`, false, state, obj{"switch": obj{"retry_until_success": false, "cases": cases}})
-	in := obj{"covmirror_plan": obj{"pod": obj{"state": state}, "max_batches": 7,
-		"extents": []obj{{"topic": "orders", "partition": 0, "end": n}}}}
+	out := covmirrorOutput(`${! meta("sink") }`, false, "", obj{"switch": obj{"retry_until_success": false, "cases": cases}})
+	plan := obj{"max_batches": 7, "extents": []obj{{"topic": "orders", "partition": 0, "end": n}}}
+	delete(out["covmirror"].(obj), "pod")
+	for k, v := range dest {
+		out["covmirror"].(obj)[k], plan[k] = v, v
+	}
+	in := obj{"covmirror_plan": plan}
 	y := stream(t, in, out)
 	return y + `pipeline:
   processors:

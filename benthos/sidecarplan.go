@@ -1,97 +1,76 @@
 package benthos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
+	"log/slog"
 	"strings"
-	"time"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/recovery"
+	"github.com/covmirror/covmirror/sidecar/client"
 )
 
-// sidecarPlan asks a running pod for the plan: POST /v1/plan with the
-// extents as the body. A plan the pod cut to its task limit comes with
-// recovery.ErrPlanTruncated.
-func sidecarPlan(ctx context.Context, s sidecarSettings, opts recovery.PlanOptions) ([]recovery.Gap, error) {
-	base, client, err := sidecarHTTP(s)
+// newClient is a client of the running pod s names. An address may be
+// given as serve prints it, with the record API's /v1/.
+func newClient(s sidecarSettings, logger *slog.Logger) (*client.Client, error) {
+	addr := s.address
+	if a, ok := strings.CutSuffix(strings.TrimSuffix(addr, "/"), "/v1"); ok {
+		addr = a
+	}
+	c, err := client.New(client.Options{Address: addr, Socket: s.socket, Token: s.token, Logger: logger})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("covmirror: sidecar: %w", err)
 	}
-	q := url.Values{}
-	if opts.Reference != "" {
-		q.Set("reference", opts.Reference)
-	}
-	if opts.MaxBatches > 0 {
-		q.Set("max_batches", strconv.FormatUint(opts.MaxBatches, 10))
-	}
-	if len(opts.Sinks) > 0 {
-		q.Set("sinks", strings.Join(opts.Sinks, ","))
-	}
-	body, err := json.Marshal(opts.Extents)
-	if err != nil {
-		return nil, err
-	}
-	if len(opts.Extents) == 0 {
-		body = []byte("[]")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/plan?"+q.Encode(), bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("sidecar.address: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("POST /v1/plan: %w (is `covmirror serve` running there?)", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("POST /v1/plan: reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var apiErr struct{ Error, Rule string }
-		if json.Unmarshal(data, &apiErr) == nil && apiErr.Error != "" {
-			return nil, fmt.Errorf("POST /v1/plan: %s: %s (rule %s)", resp.Status, apiErr.Error, apiErr.Rule)
-		}
-		return nil, fmt.Errorf("POST /v1/plan: %s", resp.Status)
-	}
-	var gaps []recovery.Gap
-	if err := json.Unmarshal(data, &gaps); err != nil {
-		return nil, fmt.Errorf("POST /v1/plan: the answer is not a plan: %w", err)
-	}
-	if t := resp.Header.Get("Covmirror-Plan-Truncated"); t != "" {
-		return gaps, fmt.Errorf("%w: %s", recovery.ErrPlanTruncated, t)
-	}
-	return gaps, nil
+	return c, nil
 }
 
-// sidecarHTTP is the record API's base URL and a client for it: TCP, or
-// the Unix socket (whose requests name localhost).
-func sidecarHTTP(s sidecarSettings) (string, *http.Client, error) {
-	if s.socket != "" {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", s.socket)
-		}}
-		return "http://localhost", &http.Client{Transport: tr, Timeout: time.Minute}, nil
+// sidecarPlan asks a running pod for the plan (POST /v1/plan with the
+// extents). A plan the pod cut to its task limit comes with
+// recovery.ErrPlanTruncated.
+func sidecarPlan(ctx context.Context, s sidecarSettings, opts recovery.PlanOptions, logger *slog.Logger) ([]recovery.Gap, error) {
+	c, err := newClient(s, logger)
+	if err != nil {
+		return nil, err
 	}
-	base := s.address
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	defer c.Close()
+	p, err := c.Plan(ctx, client.PlanQuery{GapsQuery: client.GapsQuery{Reference: opts.Reference, Sinks: opts.Sinks, Extents: opts.Extents},
+		MaxBatches: opts.MaxBatches})
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", nil, fmt.Errorf("covmirror: sidecar.address %q: give HOST:PORT or http://HOST:PORT", s.address)
+	out := make([]recovery.Gap, len(p.Tasks))
+	for i, g := range p.Tasks {
+		out[i] = recovery.Gap{Sink: g.Sink, Topic: g.Topic, Partition: g.Partition, Start: g.Start, End: g.End, Kind: recovery.TaskKind(g.Kind)}
 	}
-	return u.Scheme + "://" + u.Host, &http.Client{Timeout: time.Minute}, nil
+	if p.Truncated {
+		return out, fmt.Errorf("the pod's %w", recovery.ErrPlanTruncated)
+	}
+	return out, nil
 }
+
+// sidecarRecorder records into a running pod through its record API.
+type sidecarRecorder struct{ c *client.Client }
+
+// connectSidecar is a recorder of the running pod s names, once the pod
+// answered (with the token): a pod that is down or refuses the token
+// fails Connect, which Benthos retries, rather than every write.
+func connectSidecar(ctx context.Context, s sidecarSettings, logger *slog.Logger) (recorder, error) {
+	c, err := newClient(s, logger)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Extents(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("covmirror: sidecar: the pod does not answer: %w", err)
+	}
+	return &sidecarRecorder{c: c}, nil
+}
+
+// record is all or nothing at the pod (client.Client.Record): an error
+// means maybe recorded, which the caller treats as not recorded (a lag).
+func (r *sidecarRecorder) record(ctx context.Context, entries []coverage.Entry) error {
+	return r.c.Record(ctx, entries)
+}
+
+func (r *sidecarRecorder) release() error { return r.c.Close() }

