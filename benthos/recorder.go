@@ -109,7 +109,19 @@ func (r *podRecorder) release() error {
 	return err
 }
 
-// differing names the settings in which a and b differ, the logger aside.
+// settingNames are the pod fields' names in a stream's config, by their
+// options' Go path.
+var settingNames = map[string]string{
+	"Tier.Kind": "durable", "Tier.State": "state", "Tier.CatalogProps": "catalog", "Tier.Namespace": "namespace",
+	"Tier.Table": "table", "Tier.Writer": "writer", "Tier.Object.URL": "object.url", "Tier.Object.S3Endpoint": "object.s3_endpoint",
+	"Tier.Object.S3Region": "object.s3_region", "Tier.Object.S3ForcePathStyle": "object.s3_force_path_style",
+	"Tier.Object.UnsafeStore": "object.unsafe_store", "Tier.Postgres.URL": "postgres.url", "Tier.Postgres.Schema": "postgres.schema",
+	"Interval": "interval", "ReplicateEvery": "replicate_every", "Addr": "addr", "Socket": "socket", "Token": "token",
+	"Sync": "sync", "Sinks": "sinks",
+}
+
+// differing names the pod settings in which a and b differ, the logger
+// aside.
 func differing(a, b pod.Options) []string {
 	a.Logger, b.Logger = nil, nil
 	a.Tier.Logger, b.Tier.Logger = nil, nil
@@ -121,6 +133,9 @@ func differing(a, b pod.Options) []string {
 			if x.Field(i).Kind() == reflect.Struct {
 				walk(name+".", x.Field(i), y.Field(i))
 			} else if !reflect.DeepEqual(x.Field(i).Interface(), y.Field(i).Interface()) {
+				if key, ok := settingNames[name]; ok {
+					name = "pod." + key
+				}
 				out = append(out, name)
 			}
 		}

@@ -127,8 +127,8 @@ func TestOnePodPerProcess(t *testing.T) {
 		}
 	}
 	err := runErr(t, stream(t, generate(1, 1), covmirrorOutput("raw", true, stateB, obj{"drop": obj{}})))
-	if err == nil || !strings.Contains(err.Error(), "Tier.State") || strings.Contains(err.Error(), stateB) {
-		t.Errorf("a second pod's settings: got %v, want an error naming Tier.State without its value", err)
+	if err == nil || !strings.Contains(err.Error(), "pod.state") || strings.Contains(err.Error(), stateB) {
+		t.Errorf("a second pod's settings: got %v, want an error naming pod.state without its value", err)
 	}
 	if err := a.StopWithin(time.Minute); err != nil { // closes the outputs: the pod's final checkpoint
 		t.Fatalf("stopping the first stream: %v", err)
