@@ -218,9 +218,11 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		}
 		var entries []coverage.Entry
 		var ids []int
+		unacked := 0
 		for j, i := range at {
 			switch {
 			case !acked[j]:
+				unacked++
 				failed[i] = fmt.Errorf("sink %s did not acknowledge the message: %w", keys[i].d.Sink, werr)
 				o.writeFailures.Incr(1, keys[i].sinkLabel())
 			case failed[i] == nil:
@@ -228,7 +230,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 			}
 		}
 		if werr != nil && !o.reference {
-			o.log.Warnf("covmirror: sink %s: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), len(sub)-len(ids), len(sub), werr)
+			o.log.Warnf("covmirror: sink %s: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), unacked, len(sub), werr)
 		}
 		if len(entries) > 0 {
 			if err := rec.record(ctx, coalesce(entries)); err != nil {
