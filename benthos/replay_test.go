@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,5 +138,36 @@ func TestOnePodPerProcess(t *testing.T) {
 	<-done
 	if got := committed(t, stateA)["raw"]; len(got) == 0 || !subset(got, raw.ids()) {
 		t.Fatalf("the first stream's coverage %s, held %s", short(got), short(raw.ids()))
+	}
+}
+
+// TestReplayVerifiesRawsHoles: raw holds batches its coverage lacks (their
+// records lost), a hole the plan reports as verify-reference; the replay
+// reads raw back and records for raw exactly what it holds, and a batch
+// raw does not hold stays a hole.
+func TestReplayVerifiesRawsHoles(t *testing.T) {
+	const n, lost = 60, 10
+	raw, lake := newSinkServer(t, nil), newSinkServer(t, nil)
+	state := t.TempDir()
+	// The last batches reach raw without their coverage.
+	rawOut := obj{"switch": obj{"cases": []obj{
+		{"check": "this.id < " + strconv.Itoa(n-lost), "output": covmirrorOutput("raw", true, state, httpOutput(raw))},
+		{"output": httpOutput(raw)},
+	}}}
+	run(t, stream(t, generate(n, 1), fanOut(rawOut, covmirrorOutput("lake", false, state, httpOutput(lake)))))
+	raw.mu.Lock()
+	delete(raw.held, n-1) // and raw lost the very last one
+	raw.mu.Unlock()
+	want := []recovery.Gap{{Sink: "raw", Topic: "orders", Partition: 0, Start: n - lost, End: n, Kind: recovery.KindVerifyReference}}
+	if got := plan(t, state, n); !slices.Equal(got, want) {
+		t.Fatalf("the plan %v, want %v", got, want)
+	}
+	run(t, replayStream(t, state, raw, n, map[string]*sinkServer{"raw": raw, "lake": lake}))
+	want[0].Start = n - 1
+	if got := plan(t, state, n); !slices.Equal(got, want) {
+		t.Fatalf("after the replay the plan is %v, want only the batch raw lacks, %v", got, want)
+	}
+	if got := committed(t, state)["raw"]; !slices.Equal(got, upTo(n-1)) {
+		t.Fatalf("raw's coverage %s, want 0..%d (what raw holds)", short(got), n-2)
 	}
 }
