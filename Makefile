@@ -73,6 +73,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -v -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 30m ./queries
 	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
+	$(GO) test -run '^$$' -bench PositionBytesPerCheckpoint -benchtime 3x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres
 
