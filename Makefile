@@ -76,6 +76,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -run '^$$' -bench PositionBytesPerCheckpoint -benchtime 3x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres
+	$(GO) test -run '^$$' -bench Startup -benchtime 20x ./cmd/covmirror
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each
