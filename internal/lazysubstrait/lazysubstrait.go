@@ -29,27 +29,33 @@ var (
 	once       sync.Once
 	loadErr    error       // set before loaded
 	loaded     atomic.Bool // Load has run
+	swapped    bool        // init replaced substrait-go's loader
 )
 
 func init() {
-	// The collection needs its first file loaded to be usable at all
-	// (URILoaded on an empty Collection dereferences nil): the first of
-	// the default files, the smallest, as substrait-go loads it first.
-	var err error
-	if files, err = substrait.GetSubstraitExtensionsFS().ReadDir("extensions"); err == nil && len(files) > 0 {
-		err = loadFile(files[0])
-		files = files[1:]
-	}
+	// The collection needs a file loaded to be usable at all (URILoaded
+	// on an empty Collection dereferences nil): the first default file
+	// substrait-go loads, the smallest.
+	entries, err := substrait.GetSubstraitExtensionsFS().ReadDir("extensions")
 	if err != nil {
-		// Leave substrait-go's own loader in place: it fails as it would
-		// have without this package.
-		return
+		return // substrait-go's own loader stays, and fails as it would have
 	}
-	defaultCollection = func() (*extensions.Collection, error) {
-		if loaded.Load() {
-			return collection, loadErr
+	for i, f := range entries {
+		if unsupported[f.Name()] {
+			continue
 		}
-		return collection, nil
+		if err := loadFile(f); err != nil {
+			return // as above; the collection handed out is substrait-go's
+		}
+		files = entries[i+1:]
+		defaultCollection = func() (*extensions.Collection, error) {
+			if loaded.Load() {
+				return collection, loadErr
+			}
+			return collection, nil
+		}
+		swapped = true
+		return
 	}
 }
 
@@ -59,6 +65,10 @@ func init() {
 // row filter): every covmirror command that reads a table does.
 func Load() error {
 	once.Do(func() {
+		if !swapped {
+			loaded.Store(true)
+			return // substrait-go loads its own collection
+		}
 		for _, f := range files {
 			if err := loadFile(f); err != nil {
 				loadErr = fmt.Errorf("loading Substrait's default extension %s: %w", f.Name(), err)
