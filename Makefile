@@ -71,12 +71,15 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
+	$(GO) test -run '^$$' -bench GapDating -benchtime 1x ./recovery
 	$(GO) test -v -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 30m ./queries
 	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -v -run '^$$' -bench OutputOverhead -benchtime 3x ./benthos
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
+	$(GO) test -run '^$$' -bench PositionBytesPerCheckpoint -benchtime 3x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres
+	$(GO) test -run '^$$' -bench Startup -benchtime 20x ./cmd/covmirror
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each

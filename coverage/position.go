@@ -101,6 +101,46 @@ type PositionStore interface {
 	Close() error
 }
 
+// PositionBatcher is the optional capability of a PositionStore that saves
+// many positions in fewer writes than one SavePosition each (one object per
+// source, one transaction, one commit). A checkpoint saves its buffered
+// positions through SavePositions, which uses it when the store has it.
+type PositionBatcher interface {
+	// SavePositions saves every position of ps as SavePosition saves one,
+	// under the same rules (union with what concurrent owners save, a
+	// retry adds nothing, a refused position stores nothing), and returns
+	// one error per position, in ps's order, nil for a saved one. A
+	// position refused whatever happens (ErrUnknownSource,
+	// ErrBrokerManaged, ErrInvalidPosition) fails alone; a failed write
+	// fails the positions it carried, which may then have been saved
+	// (a lag to retry, never a lead).
+	SavePositions(ctx context.Context, ps []Position) []error
+}
+
+// SavePositions saves ps in s: in one SavePositions call where s is a
+// PositionBatcher, else one SavePosition each. It returns one error per
+// position, in ps's order, nil for a saved one.
+func SavePositions(ctx context.Context, s PositionStore, ps []Position) []error {
+	if b, ok := s.(PositionBatcher); ok {
+		errs := b.SavePositions(ctx, ps)
+		if len(errs) == len(ps) {
+			return errs
+		}
+		// A broken store: no position is reported saved on its word.
+		err := fmt.Errorf("%w: the position store answered %d outcomes for %d positions", ErrUnavailable, len(errs), len(ps))
+		errs = make([]error, len(ps))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = s.SavePosition(ctx, p)
+	}
+	return errs
+}
+
 // ResumePosition returns the position to resume a stored source's partition
 // from: among the stored positions, the one with the greatest Batch that
 // raw's coverage reaches without a gap from raw's first covered batch. A

@@ -56,26 +56,59 @@ func (p *Positions) Table() *Table { return p.table }
 
 // SavePosition implements coverage.PositionStore with one append commit.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
-	// The cursor is a binary column: no bound beyond the gate's.
-	if err := p.gate.CheckSave(ctx, pos, math.MaxInt); err != nil {
-		return err
-	}
-	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	name := p.writer + "/position/" + rand.Text() // fresh: never looked up
-	st := stamp{name: name, writer: p.writer, payload: durable.Digest("position", p.writer, nil, 1)}
-	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
-		return positionRecord(schema, pos, p.writer, time.Now())
-	})
-	return coverage.DestinationError("save position", dest, err)
+	return p.SavePositions(ctx, []coverage.Position{pos})[0]
 }
 
-func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, now time.Time) (arrow.RecordBatch, error) {
+var _ coverage.PositionBatcher = (*Positions)(nil)
+
+// SavePositions implements coverage.PositionBatcher: every position the
+// gate lets through is saved in one append commit, all or none.
+func (p *Positions) SavePositions(ctx context.Context, ps []coverage.Position) []error {
+	errs := make([]error, len(ps))
+	var keep []int
+	for i, pos := range ps {
+		// The cursor is a binary column: no bound beyond the gate's.
+		if errs[i] = p.gate.CheckSave(ctx, pos, math.MaxInt); errs[i] == nil {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 {
+		return errs
+	}
+	rows := make([]coverage.Position, len(keep))
+	for k, i := range keep {
+		rows[k] = ps[i]
+	}
+	name := p.writer + "/position/" + rand.Text() // fresh: never looked up
+	st := stamp{name: name, writer: p.writer, payload: durable.Digest("position", p.writer, nil, int64(len(rows)))}
+	err := p.table.appendRows(ctx, st, false, func(schema *arrow.Schema) (arrow.RecordBatch, error) {
+		return positionRecord(schema, rows, p.writer, time.Now())
+	})
+	if err != nil {
+		for _, i := range keep {
+			errs[i] = coverage.DestinationError("save position", coverage.Destination{Topic: ps[i].Source, Partition: ps[i].Partition}, err)
+		}
+	}
+	return errs
+}
+
+// positionRecord lays ps out as rows of the positions table.
+func positionRecord(schema *arrow.Schema, ps []coverage.Position, writer string, now time.Time) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	ts, err := arrow.TimestampFromTime(now, arrow.Microsecond)
 	if err != nil {
 		return nil, err
 	}
+	for _, pos := range ps {
+		if err := appendPosition(b, schema, pos, writer, ts); err != nil {
+			return nil, err
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+func appendPosition(b *array.RecordBuilder, schema *arrow.Schema, pos coverage.Position, writer string, ts arrow.Timestamp) error {
 	for i, f := range schema.Fields() {
 		switch f.Name {
 		case ColSource:
@@ -94,12 +127,12 @@ func positionRecord(schema *arrow.Schema, pos coverage.Position, writer string, 
 			b.Field(i).(*array.TimestampBuilder).Append(ts)
 		default:
 			if !f.Nullable {
-				return nil, fmt.Errorf("%w: required column %s is not one covmirror writes", ErrIncompatibleTable, f.Name)
+				return fmt.Errorf("%w: required column %s is not one covmirror writes", ErrIncompatibleTable, f.Name)
 			}
 			b.Field(i).AppendNull()
 		}
 	}
-	return b.NewRecordBatch(), nil
+	return nil
 }
 
 // Positions implements coverage.PositionStore.

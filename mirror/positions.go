@@ -95,17 +95,21 @@ func permanent(err error) bool {
 	return errors.Is(err, coverage.ErrBrokerManaged) || errors.Is(err, coverage.ErrUnknownSource) || errors.Is(err, coverage.ErrInvalidPosition)
 }
 
-// flushPositions saves the buffered positions; each one that fails goes
-// back into the buffer (unless a newer one arrived meanwhile), and the
-// failures are returned together. Called with syncMu held.
+// flushPositions saves the buffered positions, in one batch where the
+// store can (coverage.PositionBatcher: one write per source, not one per
+// partition); each one that fails goes back into the buffer (unless a
+// newer one arrived meanwhile), and the failures are returned together.
+// Called with syncMu held.
 func (m *Mirror) flushPositions(ctx context.Context) (int, error) {
 	if m.opts.Positions == nil {
 		return 0, nil
 	}
 	saved := 0
 	var errs []error
-	for _, p := range m.positions.take() {
-		if err := m.opts.Positions.SavePosition(ctx, p); err != nil {
+	ps := m.positions.take()
+	for i, err := range coverage.SavePositions(ctx, m.opts.Positions, ps) {
+		p := ps[i]
+		if err != nil {
 			errs = append(errs, err)
 			if permanent(err) {
 				// Retrying would fail every checkpoint from now on; the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/object"
 )
 
 func positionsMirror(t *testing.T, e *env, store coverage.PositionStore) *Mirror {
@@ -106,6 +107,50 @@ func TestSavePositionValidates(t *testing.T) {
 	} {
 		if err := m2.SavePosition(ctx, p); !errors.Is(err, coverage.ErrInvalidPosition) && !errors.Is(err, coverage.ErrInvalidDestination) {
 			t.Errorf("SavePosition(%+v) = %v, want an invalid-position error", p, err)
+		}
+	}
+}
+
+// TestCheckpointWritesEachPositionsObjectOnce: a checkpoint saves the
+// buffered positions of every partition of a source in one write of the
+// object tier's positions object for that source, not one per partition.
+func TestCheckpointWritesEachPositionsObjectOnce(t *testing.T) {
+	e := newEnv(t)
+	blobs, err := object.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = blobs.Close() })
+	sources := []coverage.Source{{Name: "files", Regime: coverage.Stored}, {Name: "shares", Regime: coverage.Stored}}
+	store, err := object.OpenPositions(ctx, object.Options{Blobs: blobs}, sources...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := positionsMirror(t, e, store)
+	const partitions = 40
+	for _, src := range sources {
+		for part := range int32(partitions) {
+			record(t, m, coverage.Destination{Sink: coverage.RawSink, Topic: src.Name, Partition: part}, 0, 10)
+			if err := m.SavePosition(ctx, coverage.Position{Source: src.Name, Partition: part, Cursor: []byte("c9"), Batch: 9}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sum, err := m.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Positions != 2*partitions {
+		t.Fatalf("checkpoint saved %d positions, want %d", sum.Positions, 2*partitions)
+	}
+	if w := store.Stats().Writes; w != int64(len(sources)) {
+		t.Fatalf("checkpoint wrote positions objects %d times, want once per source (%d)", w, len(sources))
+	}
+	for _, src := range sources {
+		for part := range int32(partitions) {
+			if got, err := store.Positions(ctx, src.Name, part); err != nil || len(got) != 1 || got[0].Batch != 9 {
+				t.Fatalf("%s/%d holds %v (%v), want batch 9", src.Name, part, got, err)
+			}
 		}
 	}
 }

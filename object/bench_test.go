@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,4 +92,81 @@ func BenchmarkConcurrentWritersOneObject(b *testing.B) {
 		eight[0], time.Duration(eight[1]).Round(time.Microsecond), int64(eight[2]), eight[0]/one[0])
 	b.ReportMetric(eight[0], "8-writers-ckpt/s")
 	b.ReportMetric(one[0], "1-writer-ckpt/s")
+}
+
+// byteCountingBlobs counts the bytes written through it.
+type byteCountingBlobs struct {
+	Blobs
+	written atomic.Int64
+}
+
+func (c *byteCountingBlobs) Put(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+	c.written.Add(int64(len(data)))
+	return c.Blobs.Put(ctx, key, data, ifMatch)
+}
+
+// BenchmarkPositionBytesPerCheckpoint saves one checkpoint's positions of
+// a source with 100 partitions, each with its full history kept
+// (MaxPositionsPerPartition positions), and reports the bytes written: one
+// SavePosition per partition, as a checkpoint saved them before (each
+// rewriting the source's whole object), as the baseline, and one
+// SavePositions (one write of the object) in the same iteration, and the
+// ratio:
+//
+//	go test ./object -run '^$' -bench PositionBytesPerCheckpoint -benchtime 3x
+func BenchmarkPositionBytesPerCheckpoint(b *testing.B) {
+	const partitions = 100
+	dir := b.TempDir()
+	dirBlobs, err := OpenDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = dirBlobs.Close() })
+	blobs := &byteCountingBlobs{Blobs: dirBlobs}
+	p, err := OpenPositions(ctx, Options{Blobs: blobs}, stored)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cursor := func(part int32, batch uint64) []byte {
+		return fmt.Appendf(nil, "s3://landing/orders/part-%03d/2026-01-01/file-%08d.parquet", part, batch)
+	}
+	checkpoint := func(batch uint64) []coverage.Position {
+		ps := make([]coverage.Position, 0, partitions)
+		for part := range int32(partitions) {
+			ps = append(ps, coverage.Position{Source: stored.Name, Partition: part, Cursor: cursor(part, batch), Batch: batch})
+		}
+		return ps
+	}
+	var next uint64
+	for range MaxPositionsPerPartition { // the full history
+		next++
+		for _, err := range p.SavePositions(ctx, checkpoint(next)) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var before, after int64
+	for range b.N {
+		next++
+		start := blobs.written.Load()
+		for _, pos := range checkpoint(next) {
+			if err := p.SavePosition(ctx, pos); err != nil {
+				b.Fatal(err)
+			}
+		}
+		before += blobs.written.Load() - start
+		next++
+		start = blobs.written.Load()
+		for _, err := range coverage.SavePositions(ctx, p, checkpoint(next)) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		after += blobs.written.Load() - start
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(before)/n, "one-per-partition-B/ckpt")
+	b.ReportMetric(float64(after)/n, "batched-B/ckpt")
+	b.ReportMetric(float64(before)/float64(after), "ratio")
 }

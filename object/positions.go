@@ -32,7 +32,9 @@ func positionsKey(prefix, source string) string {
 // object: a lost race or a write of unknown outcome re-reads and re-adds,
 // so positions saved by concurrent owners all survive (union, never
 // last-write-wins), and a retried save adds nothing. An object that cannot
-// be read is never overwritten.
+// be read is never overwritten. SavePositions does the same once per
+// source for all of that source's positions, so a checkpoint writes each
+// source's object once.
 //
 // # Bounds
 //
@@ -74,29 +76,61 @@ func (p *Positions) Name() string { return p.store.Name() }
 
 // SavePosition implements coverage.PositionStore.
 func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) error {
-	const op = "save position"
-	if err := p.gate.CheckSave(ctx, pos, MaxCursorLen); err != nil {
-		return err
-	}
-	dest := coverage.Destination{Topic: pos.Source, Partition: pos.Partition}
-	return coverage.DestinationError(op, dest, p.write(ctx, pos))
+	return p.SavePositions(ctx, []coverage.Position{pos})[0]
 }
 
-// write adds pos to its source's object until a conditional write lands,
-// or the object is found to hold pos already (a write whose answer was
-// lost landed) or to keep as many higher positions as the bounds allow.
-func (p *Positions) write(ctx context.Context, pos coverage.Position) error {
+var _ coverage.PositionBatcher = (*Positions)(nil)
+
+// SavePositions implements coverage.PositionBatcher: each source's object
+// is read and written once for all of its positions in ps, under the same
+// conditional write as one position's. A checkpoint's positions of 100
+// partitions of one source are one write of the source's object, not 100
+// rewrites of it.
+func (p *Positions) SavePositions(ctx context.Context, ps []coverage.Position) []error {
+	const op = "save position"
+	errs := make([]error, len(ps))
+	bySource := map[string][]int{}
+	var sources []string
+	for i, pos := range ps {
+		if err := p.gate.CheckSave(ctx, pos, MaxCursorLen); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, ok := bySource[pos.Source]; !ok {
+			sources = append(sources, pos.Source)
+		}
+		bySource[pos.Source] = append(bySource[pos.Source], i)
+	}
+	for _, source := range sources {
+		idx := bySource[source]
+		batch := make([]coverage.Position, len(idx))
+		for k, i := range idx {
+			batch[k] = ps[i]
+		}
+		err := p.write(ctx, source, batch)
+		for _, i := range idx {
+			errs[i] = coverage.DestinationError(op, coverage.Destination{Topic: ps[i].Source, Partition: ps[i].Partition}, err)
+		}
+	}
+	return errs
+}
+
+// write adds ps, all of source, to source's object until a conditional
+// write lands, or the object is found to hold them already (a write whose
+// answer was lost landed) or to keep as many higher positions as the
+// bounds allow.
+func (p *Positions) write(ctx context.Context, source string, ps []coverage.Position) error {
 	s := p.store
-	key := positionsKey(s.opts.Prefix, pos.Source)
+	key := positionsKey(s.opts.Prefix, source)
 	var last error
 	for attempt := 1; ; attempt++ {
-		o, version, err := p.read(ctx, key, pos.Source)
+		o, version, err := p.read(ctx, key, source)
 		switch {
 		case errors.Is(err, ErrCorruptObject) || errors.Is(err, ErrUnknownVersion):
 			return err
 		case err != nil:
 			last = err
-		case !o.add(pos):
+		case !o.addAll(ps):
 			return nil
 		default:
 			_, err = s.opts.Blobs.Put(ctx, key, encodePositions(o), version)
@@ -142,6 +176,17 @@ func (p *Positions) read(ctx context.Context, key, source string) (*positionsObj
 		return nil, "", fmt.Errorf("%s of %s (left as it is): %w: it holds source %q, another key's", key, b.Name(), ErrCorruptObject, o.Source)
 	}
 	return o, version, nil
+}
+
+// addAll adds every position of ps to o and reports whether o changed.
+func (o *positionsObject) addAll(ps []coverage.Position) bool {
+	changed := false
+	for _, pos := range ps {
+		if o.add(pos) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 // add merges pos into o and applies the bounds. It reports whether o

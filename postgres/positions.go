@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +84,46 @@ func (p *Positions) SavePosition(ctx context.Context, pos coverage.Position) err
 		return coverage.DestinationError(op, dest, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
 	}
 	return nil
+}
+
+var _ coverage.PositionBatcher = (*Positions)(nil)
+
+// SavePositions implements coverage.PositionBatcher: every position this
+// store keeps is saved in one transaction, all or none; a position it
+// refuses (checkPosition) fails alone, before it.
+func (p *Positions) SavePositions(ctx context.Context, ps []coverage.Position) []error {
+	const op = "save position"
+	errs := make([]error, len(ps))
+	var keep []int
+	for i, pos := range ps {
+		if errs[i] = p.checkPosition(ctx, pos); errs[i] == nil {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 {
+		return errs
+	}
+	// One order for every writer's transactions, so that two batches over
+	// the same partitions wait for each other rather than deadlock.
+	slices.SortFunc(keep, func(a, b int) int {
+		return cmp.Or(strings.Compare(ps[a].Source, ps[b].Source), cmp.Compare(ps[a].Partition, ps[b].Partition), coverage.ComparePositions(ps[a], ps[b]))
+	})
+	now := p.tier.opts.Now()
+	err := p.tier.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		for _, i := range keep {
+			if err := p.save(ctx, tx, ps[i], now); err != nil {
+				return true, fmt.Errorf("save position %s/%d at batch %d: %w", ps[i].Source, ps[i].Partition, ps[i].Batch, err)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		for _, i := range keep {
+			dest := coverage.Destination{Topic: ps[i].Source, Partition: ps[i].Partition}
+			errs[i] = coverage.DestinationError(op, dest, fmt.Errorf("%w: %s: %w", coverage.ErrUnavailable, p.tier.Name(), err))
+		}
+	}
+	return errs
 }
 
 // checkPosition refuses, before any I/O, a position this store does not

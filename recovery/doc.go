@@ -30,6 +30,10 @@
 // committed position of each partition it takes over, as a batch id, as the
 // extent's End.
 //
+// Dating is the one dating of a gap, by the recorded times of the rows
+// that show it, which the gap metrics and the coverage map share: an age
+// from it is a lower bound, never more than the rows prove.
+//
 // Recover closes such a hole only as far as a ReferenceVerifier read raw
 // back and found the batches: it records exactly what the verifier
 // returned, never the task's whole range, and without a verifier it records

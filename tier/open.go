@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/iceberg-go/catalog"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
@@ -29,6 +31,20 @@ func OpenTable(ctx context.Context, s Settings) (*iceberg.Table, error) {
 		return nil, err
 	}
 	return iceberg.Open(ctx, cat, iceberg.Options{Namespace: []string{s.Namespace}, Name: s.Table, Logger: s.Logger})
+}
+
+// Catalog is the catalog of the coverage table: primary's own when the
+// table is the primary, else the configured (or embedded) one, opened
+// through OpenTable. An Iceberg sink table is read through it.
+func Catalog(ctx context.Context, s Settings, primary durable.Tier) (catalog.Catalog, error) {
+	t, ok := primary.(*iceberg.Table)
+	if !ok {
+		var err error
+		if t, err = OpenTable(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return t.Catalog(), nil
 }
 
 // OpenBlobs opens the object store of ObjectURL. The caller closes it if

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
-	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/tier"
@@ -26,14 +23,8 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	var opts reconcile.Options
 	fs.Func("sink", "only these sinks, comma-separated (default: every sink with a checker)", func(v string) (err error) { opts.Sinks, err = parseSinks(v); return err })
 	fs.StringVar(&opts.Topic, "topic", "", "only this topic")
-	fs.Func("partition", "only this partition", func(v string) error {
-		p, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || p < 0 {
-			return fmt.Errorf("%q is not a partition, 0 to %d", v, math.MaxInt32)
-		}
-		opts.Partition = new(int32(p))
-		return nil
-	})
+	var partition partitionFlag
+	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
 	fs.IntVar(&opts.Sample, "sample", 0, "check this many pieces of each destination's coverage, chosen from --seed (0: all of it)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "the sample's seed, printed by every run (0: a fresh one)")
 	fs.Float64Var(&opts.MaxChecksPerSecond, "max-checks-per-second", reconcile.DefaultMaxChecksPerSecond, "most checker calls per second, over all sinks")
@@ -47,7 +38,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	opts.Logger = g.logger
+	opts.Logger, opts.Partition = g.logger, partition.p
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
 	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
 		err = errors.New("--every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
@@ -64,13 +55,9 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	defer closer.Close()
 	var cat catalog.Catalog
 	if reconcile.NeedsCatalog(cfgs) {
-		t, ok := primary.(*iceberg.Table)
-		if !ok {
-			if t, err = tier.OpenTable(ctx, g.tier); err != nil {
-				return err
-			}
+		if cat, err = tier.Catalog(ctx, g.tier, primary); err != nil {
+			return err
 		}
-		cat = t.Catalog()
 	}
 	checkers, err := reconcile.Build(cfgs, reconcile.BuildOptions{Catalog: cat})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/lazysubstrait"
 	"github.com/covmirror/covmirror/internal/settings"
 	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
@@ -64,6 +65,11 @@ func init() {
 		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }
+
+// readsNoTable are the commands that never read an Iceberg table, and so
+// start without Substrait's definitions (internal/lazysubstrait): a
+// pipeline may run them once per batch.
+var readsNoTable = map[string]bool{"version": true, "record": true, "inspect": true}
 
 // aliases are commands' former names, still accepted.
 var aliases = map[string]string{"mirror": "replicate"}
@@ -147,6 +153,11 @@ func run(ctx context.Context, g *globals, args []string) error {
 	}
 	if !ok {
 		return usageError{fmt.Errorf("unknown command %q (try covmirror --help)", name)}
+	}
+	if !readsNoTable[name] {
+		if err := lazysubstrait.Load(); err != nil {
+			return err
+		}
 	}
 	return cmd.run(ctx, g, fs.Args()[1:])
 }

@@ -37,6 +37,7 @@ func RunPositions(t *testing.T, h PositionHarness) {
 	t.Run("Regimes", func(t *testing.T) { testRegimes(t, h) })
 	t.Run("UnionOfWriters", func(t *testing.T) { testPositionUnion(t, h) })
 	t.Run("NeverBeyondRawGap", func(t *testing.T) { testNeverBeyondRawGap(t, h) })
+	t.Run("Batches", func(t *testing.T) { testBatches(t, h) })
 }
 
 var (

@@ -10,7 +10,8 @@
 // the gaps command see them (recovery.Plan over the coverage table, with the
 // source's acked extents TableSource.Extents gives, so a stream's lost
 // first or last stretch is drawn as a hole of raw), and their
-// ages from the table's recorded_at column; pending ranges come from the
+// ages from the table's recorded_at column (recovery.Dating, shared with the
+// gap metrics); pending ranges come from the
 // pod's local tier (local.Store's Diagnostics).
 //
 // # The invariant it owns

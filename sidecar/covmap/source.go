@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -25,12 +23,14 @@ import (
 type Gap struct {
 	Destination coverage.Destination
 	Range       coverage.Range
-	// Since is the earliest recorded_at of the committed rows that make the
-	// range a gap: the reference's rows overlapping it, for a sink's gap;
-	// the other sinks' rows overlapping it, for a hole of the reference.
-	// Nil when no such row exists (a hole between the reference's own
-	// ranges that no sink covers). Rows rewritten by compaction carry the
-	// rewrite's time, so the gap may be older than Since: never younger.
+	// Since is when the committed rows first showed the gap, by their
+	// recorded_at (recovery.Dating, as the gap metrics date it): the
+	// earliest reference row over it, for a sink's gap; for a hole of the
+	// reference, the first moment rows of the partition lay on both sides
+	// of it or over it. Nil when no row shows it (a hole the acked extent
+	// alone reveals). A row merged by compaction keeps the latest
+	// recorded_at of the rows it merged, so the gap may be older than
+	// Since: never younger.
 	Since *time.Time
 }
 
@@ -146,12 +146,12 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if !same {
 			c.Note = fmt.Sprintf("the table changed during each of %d reads: gaps and covered ranges may be one checkpoint apart", consistentReads)
 		}
-		timelines, covered, err := scanTimelines(ctx, after)
+		dating, covered, err := scanRows(ctx, after, ref)
 		if err != nil {
 			return Committed{}, err
 		}
 		c.Covered = covered
-		c.Gaps = gapsWithAges(tasks, ref, timelines)
+		c.Gaps = gapsWithAges(tasks, dating)
 		return c, nil
 	}
 }
@@ -163,91 +163,36 @@ func snapshotID(tbl *table.Table) int64 {
 	return 0
 }
 
-// segment is a stretch of batches first covered by a row recorded at At.
-type segment struct {
-	r  coverage.Range
-	at time.Time
-}
-
-// timeline is one destination's disjoint segments, ordered by start.
-type timeline []segment
-
-type row struct {
-	r  coverage.Range
-	at time.Time
-}
-
-// scanTimelines reads every row with its recorded_at and returns per
-// destination when each batch was first covered, and the covered sets.
-func scanTimelines(ctx context.Context, tbl *table.Table) (map[coverage.Destination]timeline, map[coverage.Destination]*coverage.RangeSet, error) {
-	rows := map[coverage.Destination][]row{}
+// scanRows reads every row with its recorded_at: the covered sets per
+// destination, and the rows to date the gaps by.
+func scanRows(ctx context.Context, tbl *table.Table, ref string) (*recovery.Dating, map[coverage.Destination]*coverage.RangeSet, error) {
+	dating := recovery.NewDating(ref)
+	covered := map[coverage.Destination]*coverage.RangeSet{}
 	err := iceberg.ReadRows(ctx, tbl, durable.Filter{}, true, func(r iceberg.Row) error {
-		rows[r.Destination] = append(rows[r.Destination], row{r: r.Range, at: r.RecordedAt})
-		return nil
+		set := covered[r.Destination]
+		if set == nil {
+			set = new(coverage.RangeSet)
+			covered[r.Destination] = set
+		}
+		if err := set.Add(r.Range); err != nil {
+			return fmt.Errorf("%w: row %s %s: %w", coverage.ErrCorrupt, r.Destination, r.Range, err)
+		}
+		return dating.Add(r.Destination, r.Range, r.RecordedAt)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("covmap: %w", err)
 	}
-	timelines := make(map[coverage.Destination]timeline, len(rows))
-	covered := make(map[coverage.Destination]*coverage.RangeSet, len(rows))
-	var replaced, fresh []coverage.Range
-	for d, rs := range rows {
-		slices.SortStableFunc(rs, func(a, b row) int { return a.at.Compare(b.at) })
-		set := new(coverage.RangeSet)
-		var tl timeline
-		for _, r := range rs {
-			m, err := set.MergeRange(r.r, replaced)
-			if err != nil {
-				return nil, nil, fmt.Errorf("covmap: %w: row %s %s: %w", coverage.ErrCorrupt, d, r.r, err)
-			}
-			replaced = m.Replaced
-			fresh = m.Fresh(r.r, fresh[:0])
-			for _, f := range fresh {
-				tl = append(tl, segment{r: f, at: r.at})
-			}
-		}
-		slices.SortFunc(tl, func(a, b segment) int { return cmp.Compare(a.r.Start, b.r.Start) })
-		timelines[d], covered[d] = tl, set
-	}
-	return timelines, covered, nil
+	return dating, covered, nil
 }
 
-// earliest is the earliest time any segment of tl overlapping r was first
-// covered.
-func (tl timeline) earliest(r coverage.Range) (time.Time, bool) {
-	var best time.Time
-	found := false
-	for i := sort.Search(len(tl), func(i int) bool { return tl[i].r.End > r.Start }); i < len(tl) && tl[i].r.Start < r.End; i++ {
-		if !found || tl[i].at.Before(best) {
-			best, found = tl[i].at, true
-		}
-	}
-	return best, found
-}
-
-// gapsWithAges turns the plan's tasks into gaps dated by the rows that make
-// them gaps (see Gap.Since).
-func gapsWithAges(tasks []recovery.Task, ref string, timelines map[coverage.Destination]timeline) []Gap {
-	others := map[recovery.TopicPartition][]timeline{}
-	for d, tl := range timelines {
-		if d.Sink != ref {
-			tp := recovery.TopicPartition{Topic: d.Topic, Partition: d.Partition}
-			others[tp] = append(others[tp], tl)
-		}
-	}
+// gapsWithAges turns the plan's tasks into gaps dated by the rows that show
+// them (see Gap.Since).
+func gapsWithAges(tasks []recovery.Task, dating *recovery.Dating) []Gap {
 	gaps := make([]Gap, 0, len(tasks))
 	for _, t := range tasks {
 		g := Gap{Destination: t.Destination, Range: t.Range}
-		var basis []timeline
-		if t.Kind == recovery.KindVerifyReference {
-			basis = others[recovery.TopicPartition{Topic: t.Destination.Topic, Partition: t.Destination.Partition}]
-		} else {
-			basis = []timeline{timelines[t.Destination.WithSink(ref)]}
-		}
-		for _, tl := range basis {
-			if at, ok := tl.earliest(t.Range); ok && (g.Since == nil || at.Before(*g.Since)) {
-				g.Since = &at
-			}
+		if at, ok := dating.Since(t); ok {
+			g.Since = &at
 		}
 		gaps = append(gaps, g)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // ageNote says how exact the ages are; the page shows it.
-const ageNote = "A gap's age runs from the earliest recorded_at of the committed rows that make it a gap (the reference's rows over it, for a sink; the sinks' rows over it, for a hole of the reference). Compaction gives a merged row the latest recorded_at of the rows it merged, so a gap may be older than shown, never younger. A hole no sink covers has no age."
+const ageNote = "A gap's age runs from when the committed rows first showed it, by their recorded_at: the earliest of the reference's rows over it, for a sink; the first moment rows lay on both sides of it or over it, for a hole of the reference (as the gap metrics date it). Compaction gives a merged row the latest recorded_at of the rows it merged, so a gap may be older than shown, never younger. A hole only the acked extent reveals has no age."
 
 // bar is one destination's row on a partition: ranges as "start-end" pairs
 // separated by spaces (decimal strings: batch ids above 2^53 stay exact).
