@@ -61,7 +61,9 @@ test-integration: ## tests against real servers: PostgreSQL, MariaDB, SeaweedFS,
 # of a million gaps. The scale scenario (10,000 destinations, a million
 # ranges) sets Resume of one partition beside a full-table read, the queries
 # beside the Go planner, and a checkpoint beside a raw append, with the peak
-# heap of each. The postgres benchmarks take their own run counts.
+# heap of each. The Benthos stream through the covmirror output is measured
+# beside the same stream without it. The postgres benchmarks take their own
+# run counts.
 bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
@@ -72,6 +74,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -run '^$$' -bench GapDating -benchtime 1x ./recovery
 	$(GO) test -v -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 30m ./queries
 	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
+	$(GO) test -v -run '^$$' -bench OutputOverhead -benchtime 3x ./benthos
 	$(GO) test -run '^$$' -bench 'ObjectBytesPerRange|ConcurrentWritersOneObject' -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench PositionBytesPerCheckpoint -benchtime 3x ./object
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object

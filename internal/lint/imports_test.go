@@ -210,6 +210,24 @@ func TestDuckDBOnlyInQueriesAndCmd(t *testing.T) {
 	}
 }
 
+// TestBenthosOnlyInItsPackages: Benthos (and the module's dependencies
+// it brings) is linked only where a stream runs: the benthos package and
+// the covmirror-benthos binary. The covmirror binary and every library a
+// pipeline embeds build without it.
+func TestBenthosOnlyInItsPackages(t *testing.T) {
+	for path, p := range packages(t) {
+		if path == "benthos" || path == "cmd/covmirror-benthos" {
+			continue
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if strings.HasPrefix(imp, "github.com/redpanda-data/") {
+				t.Errorf("%s imports %s: Benthos is imported only by benthos and cmd/covmirror-benthos", path, imp)
+			}
+		}
+	}
+	never(t, "cmd/covmirror", "the covmirror binary does not link Benthos", "github.com/redpanda-data/benthos/v4")
+}
+
 // TestTestPackagesStayInTests: no production file imports a package that
 // exists for tests; test-only packages may import each other.
 func TestTestPackagesStayInTests(t *testing.T) {
