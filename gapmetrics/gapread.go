@@ -43,8 +43,10 @@ func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	seen := make(map[gapKey]time.Time, len(tasks))
 	for _, task := range tasks { // one task per maximal gap: MaxBatches is 0
 		since, ok := dating.Since(task)
-		if !ok {
-			since = now // no row shows it yet: this process's memory alone dates it
+		if !ok || since.After(now) {
+			// No row shows it yet, or only rows of a writer whose clock is
+			// ahead: this process's memory alone dates it.
+			since = now
 		}
 		key := gapKey{task.Destination, task.Range.Start}
 		if first, ok := g.seen[key]; ok && first.Before(since) {

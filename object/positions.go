@@ -205,7 +205,9 @@ func (o *positionsObject) add(pos coverage.Position) bool {
 	pp.Positions = slices.Insert(pp.Positions, j, entry)
 	if drop := prune(pp.Positions); drop > j {
 		// Dropped with the lowest: nothing changes (and a new, empty
-		// partition was never in o).
+		// partition was never in o). Taken out again, as o may still be
+		// written for a batch's other positions (addAll).
+		pp.Positions = slices.Delete(pp.Positions, j, j+1)
 		return false
 	} else if drop > 0 {
 		pp.Positions = slices.Delete(pp.Positions, 0, drop)

@@ -16,8 +16,17 @@ import (
 )
 
 const (
-	// MaxCursorLen bounds a stored position's cursor, in bytes.
+	// MaxCursorLen bounds a stored position's cursor, in bytes; the
+	// source name and the cursor together are bounded further by
+	// maxPositionKeyBytes.
 	MaxCursorLen = 64 << 10
+
+	// maxPositionKeyBytes bounds a position's source name and cursor
+	// together: they are in the positions table's primary key, and a
+	// btree row past about 2.7 kB (8 kB pages; random bytes do not
+	// compress) fails its INSERT, which in a batch or a checkpoint's
+	// transaction would fail every position with it, at every checkpoint.
+	maxPositionKeyBytes = 2600
 
 	// MaxPositionsPerPartition is how many positions a partition keeps:
 	// its highest by (batch, cursor). A save deletes the ones below them,
@@ -137,6 +146,11 @@ func (p *Positions) checkPosition(ctx context.Context, pos coverage.Position) er
 		// Refused here, not by the server: a save in a checkpoint's
 		// transaction would fail the checkpoint, and every one after it.
 		return coverage.DestinationError("save position", coverage.Destination{Topic: pos.Source, Partition: pos.Partition}, fmt.Errorf("%w: source name %q has a NUL byte, which PostgreSQL text cannot hold", coverage.ErrInvalidPosition, pos.Source))
+	}
+	if n := len(pos.Source) + len(pos.Cursor); n > maxPositionKeyBytes {
+		// Refused here, as the NUL above: the server's "index row size
+		// exceeds" would fail the whole batch or checkpoint, every time.
+		return coverage.DestinationError("save position", coverage.Destination{Topic: pos.Source, Partition: pos.Partition}, fmt.Errorf("%w: source name and cursor of %d bytes together, past the %d that the positions table's key holds: keep cursors short (an offset, a file name), not the data they point to", coverage.ErrInvalidPosition, n, maxPositionKeyBytes))
 	}
 	return nil
 }
