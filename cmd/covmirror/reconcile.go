@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -77,7 +79,18 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		return usageError{err}
 	}
 	defer checkers.Close()
-	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, opts.Sinks)
+	// A --sink without a checker is a usage mistake before the first run:
+	// on a schedule, Run's refusal would only be logged every interval.
+	sinks := opts.Sinks
+	if len(sinks) == 0 {
+		sinks = slices.Sorted(maps.Keys(checkers.Checkers))
+	}
+	for _, s := range sinks {
+		if checkers.Checkers[s] == nil {
+			return usageError{fmt.Errorf("reconcile: --sink %q %w: configure reconcile.%[1]s.kind and its keys, or leave it out of --sink", s, reconcile.ErrNoChecker)}
+		}
+	}
+	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, sinks)
 	if *asJSON {
 		job.Format = reconcile.FormatJSON
 	} else if *asTasks {
