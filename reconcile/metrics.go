@@ -23,6 +23,7 @@ type Metrics struct {
 	runFailures uint64
 	lastRun     time.Time
 	lastSuccess time.Time
+	started     time.Time
 }
 
 // NewMetrics is the collector of runs every interval (zero: runs not on a
@@ -31,7 +32,7 @@ type Metrics struct {
 // claimed-absent count is exported once a check of it has succeeded:
 // before, it is unknown, never zero.
 func NewMetrics(interval time.Duration, sinks []string) *Metrics {
-	m := &Metrics{interval: interval, absent: map[string]map[coverage.Destination]*coverage.RangeSet{}, failures: map[string]uint64{}}
+	m := &Metrics{interval: interval, absent: map[string]map[coverage.Destination]*coverage.RangeSet{}, failures: map[string]uint64{}, started: time.Now()}
 	for _, s := range sinks {
 		m.failures[s] = 0
 	}
@@ -99,6 +100,8 @@ var metricDescs = map[string]*prometheus.Desc{
 	"lastRun":     prometheus.NewDesc("covmirror_reconcile_last_run_timestamp_seconds", "When a reconcile last ended, 0 before the first.", nil, nil),
 	"success": prometheus.NewDesc("covmirror_reconcile_last_success_timestamp_seconds",
 		"When a reconcile last checked every selected sink without a failure, 0 before the first.", nil, nil),
+	"started": prometheus.NewDesc("covmirror_reconcile_started_timestamp_seconds",
+		"When the job began: the staleness alert counts from it until the first success, so a long first run is not stale.", nil, nil),
 	"interval": prometheus.NewDesc("covmirror_reconcile_interval_seconds", "The configured interval between reconciles, for alerts on staleness.", nil, nil),
 }
 
@@ -127,6 +130,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(metricDescs["runFailures"], prometheus.CounterValue, float64(m.runFailures))
 	ch <- prometheus.MustNewConstMetric(metricDescs["lastRun"], prometheus.GaugeValue, unixSeconds(m.lastRun))
 	ch <- prometheus.MustNewConstMetric(metricDescs["success"], prometheus.GaugeValue, unixSeconds(m.lastSuccess))
+	ch <- prometheus.MustNewConstMetric(metricDescs["started"], prometheus.GaugeValue, unixSeconds(m.started))
 	ch <- prometheus.MustNewConstMetric(metricDescs["interval"], prometheus.GaugeValue, m.interval.Seconds())
 }
 
