@@ -187,3 +187,23 @@ func TestMetricsHandlerRefusesAPageOfAnotherSite(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPRedirectErrorShowsNoSignature: a service that redirects to a
+// presigned URL (an object store's signature in its query) is refused, and
+// the error (logged, printed in --json) names where it pointed without the
+// query that would let anyone fetch it.
+func TestHTTPRedirectErrorShowsNoSignature(t *testing.T) {
+	const sig = "X-Amz-Signature=0f1e2d3c4b5a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://user:pw@bucket.example/held.json?"+sig, http.StatusFound)
+	}))
+	defer srv.Close()
+	c, err := reconcile.NewHTTP(srv.URL+"/{topic}/{partition}/{start}/{end}", reconcile.HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Held(ctx, coverage.Destination{Sink: "h", Topic: "t"}, []coverage.Range{{Start: 0, End: 5}})
+	if err == nil || strings.Contains(err.Error(), sig) || strings.Contains(err.Error(), "pw@") || !strings.Contains(err.Error(), "bucket.example/held.json") {
+		t.Fatalf("%v", err)
+	}
+}
