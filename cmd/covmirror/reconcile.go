@@ -51,13 +51,15 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	}
 	opts.Logger = g.logger
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
-	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
-		err = errors.New("--every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
+	check := opts // validated as Run will see it: a zero is its default
+	check.EnsureDefaults()
+	if err = errors.Join(g.set.Err(), check.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
+		err = errors.New("reconcile: --every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
 	} else if err == nil && len(cfgs) == 0 {
-		err = errors.New("no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
+		err = errors.New("reconcile: no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
 	}
 	if err != nil {
-		return usageError{fmt.Errorf("reconcile: %w", err)}
+		return usageError{err}
 	}
 	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {

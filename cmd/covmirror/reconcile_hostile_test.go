@@ -99,3 +99,17 @@ func TestReconcileTasksRefusesAReferenceWithoutCoverage(t *testing.T) {
 		t.Fatalf("--tasks from raw: exit %d (%v), %s", exitCode(err), err, out)
 	}
 }
+
+// TestReconcileRateFlag: --max-checks-per-second 0 is its default, as the
+// refusal of a negative one says; the refusal names the flag's value once.
+func TestReconcileRateFlag(t *testing.T) {
+	base := []string{"reconcile", "--checker", "s.kind=http", "--checker", "s.url=http://127.0.0.1:1/x"}
+	_, _, err := runCLI(t, t.TempDir(), append(base, "--max-checks-per-second", "-1")...)
+	if exitCode(err) != 2 || strings.Contains(err.Error(), "reconcile: reconcile:") {
+		t.Fatalf("-1: exit %d, %v", exitCode(err), err)
+	}
+	_, _, err = runCLI(t, t.TempDir(), append(base, "--max-checks-per-second", "0")...)
+	if exitCode(err) == 2 {
+		t.Fatalf("0, the documented default: exit 2, %v", err)
+	}
+}
