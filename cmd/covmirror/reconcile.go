@@ -112,7 +112,10 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile --metrics-addr: %w", err)
 		}
-		srv := &http.Server{Handler: reconcile.MetricsHandler(job.Metrics, token), ReadHeaderTimeout: 10 * time.Second}
+		// Bounded like the sidecar's: a caller on the host holding idle or
+		// slow connections open must not exhaust the job's descriptors.
+		srv := &http.Server{Handler: reconcile.MetricsHandler(job.Metrics, token), ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Fprintf(g.stdout, "serving http://%s/metrics\n", ln.Addr())
