@@ -109,18 +109,9 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
 	}
-	sinks := opts.Sinks
-	if len(sinks) == 0 {
-		sinks = slices.Sorted(maps.Keys(checkers))
-	} else {
-		sinks = slices.Clone(sinks)
-		slices.Sort(sinks)
-		sinks = slices.Compact(sinks)
-	}
-	for _, s := range sinks {
-		if checkers[s] == nil {
-			return Report{}, fmt.Errorf("reconcile: sink %q %w: give one, or leave it out of the sinks", s, ErrNoChecker)
-		}
+	sinks, err := Selected(opts.Sinks, checkers)
+	if err != nil {
+		return Report{}, err
 	}
 	all, err := tier.Coverage(ctx, durable.Filter{Topic: opts.Topic, Partition: opts.Partition})
 	if err != nil {
@@ -159,6 +150,23 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 		rep.Absent = append(rep.Absent, rows...)
 	}
 	return rep, errors.Join(rep.Failures...)
+}
+
+// Selected is the sinks a run with Options.Sinks sinks checks, sorted and
+// once each: every sink with a checker when sinks is empty. A sink without
+// a checker is an error wrapping ErrNoChecker; a command checks this before
+// a schedule starts, where Run's refusal would only be logged every run.
+func Selected(sinks []string, checkers map[string]Checker) ([]string, error) {
+	if len(sinks) == 0 {
+		return slices.Sorted(maps.Keys(checkers)), nil
+	}
+	sinks = slices.Compact(slices.Sorted(slices.Values(sinks)))
+	for _, s := range sinks {
+		if checkers[s] == nil {
+			return nil, fmt.Errorf("reconcile: sink %q %w: configure reconcile.%[1]s.kind and its keys, or leave it out of the sinks", s, ErrNoChecker)
+		}
+	}
+	return sinks, nil
 }
 
 // runSink checks each destination of one sink: a destination whose check

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -55,6 +56,14 @@ func MetricsHandler(m *Metrics, token string) http.Handler {
 		metrics.ServeHTTP(w, r)
 	})
 	return mux
+}
+
+// MetricsServer serves MetricsHandler(m, token), bounded like the
+// sidecar's server: a caller on the host holding idle or slow connections
+// open must not exhaust the job's descriptors.
+func MetricsServer(m *Metrics, token string) *http.Server {
+	return &http.Server{Handler: MetricsHandler(m, token), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
 }
 
 // loopbackName reports whether a Host header names this server without a

@@ -4,14 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"net/http"
-	"slices"
 	"strconv"
-	"time"
-
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
@@ -51,9 +45,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	}
 	opts.Logger = g.logger
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
-	check := opts // validated as Run will see it: a zero is its default
-	check.EnsureDefaults()
-	if err = errors.Join(g.set.Err(), check.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
+	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
 		err = errors.New("reconcile: --every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
 	} else if err == nil && len(cfgs) == 0 {
 		err = errors.New("reconcile: no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
@@ -66,7 +58,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	var cat catalog.Catalog
+	var build reconcile.BuildOptions
 	if reconcile.NeedsCatalog(cfgs) {
 		t, ok := primary.(*iceberg.Table)
 		if !ok {
@@ -74,23 +66,16 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 				return err
 			}
 		}
-		cat = t.Catalog()
+		build.Catalog = t.Catalog()
 	}
-	checkers, err := reconcile.Build(cfgs, reconcile.BuildOptions{Catalog: cat})
+	checkers, err := reconcile.Build(cfgs, build)
 	if err != nil {
 		return usageError{err}
 	}
 	defer checkers.Close()
-	// A --sink without a checker is a usage mistake before the first run:
-	// on a schedule, Run's refusal would only be logged every interval.
-	sinks := opts.Sinks
-	if len(sinks) == 0 {
-		sinks = slices.Sorted(maps.Keys(checkers.Checkers))
-	}
-	for _, s := range sinks {
-		if checkers.Checkers[s] == nil {
-			return usageError{fmt.Errorf("reconcile: --sink %q %w: configure reconcile.%[1]s.kind and its keys, or leave it out of --sink", s, reconcile.ErrNoChecker)}
-		}
+	sinks, err := reconcile.Selected(opts.Sinks, checkers.Checkers) // before a schedule starts
+	if err != nil {
+		return usageError{err}
 	}
 	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, sinks)
 	if *asJSON {
@@ -112,10 +97,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile --metrics-addr: %w", err)
 		}
-		// Bounded like the sidecar's: a caller on the host holding idle or
-		// slow connections open must not exhaust the job's descriptors.
-		srv := &http.Server{Handler: reconcile.MetricsHandler(job.Metrics, token), ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+		srv := reconcile.MetricsServer(job.Metrics, token)
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Fprintf(g.stdout, "serving http://%s/metrics\n", ln.Addr())
