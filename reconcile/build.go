@@ -94,6 +94,14 @@ func build(c Config, opts BuildOptions, out *Checkers) (Checker, error) {
 			return nil, err
 		}
 		secrets := dsnSecrets(c.Driver, dsn)
+		if c.Driver == DriverPostgres {
+			// pgx's stdlib parses the DSN only when it connects: every check
+			// would fail alike, where a malformed DSN is a configuration
+			// mistake (mysql's sql.Open refuses it at once).
+			if _, err := pgx.ParseConfig(dsn); err != nil {
+				return nil, redact(fmt.Errorf("the DSN in %s: %w", c.DSNEnv, err), secrets)
+			}
+		}
 		db, err := sql.Open(c.Driver, dsn)
 		if err != nil {
 			return nil, redact(fmt.Errorf("opening the %s database of %s: %w", c.Driver, c.DSNEnv, err), secrets)

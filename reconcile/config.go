@@ -140,7 +140,7 @@ func parseSink(sink string, kv map[string]string) (Config, error) {
 	c := Config{Sink: sink, Kind: kv["kind"]}
 	allowed, ok := keysOf[c.Kind]
 	if !ok {
-		return c, fmt.Errorf("%s: kind %q is not %s, %s or %s", name("kind"), c.Kind, KindSQL, KindHTTP, KindIceberg)
+		return c, fmt.Errorf("%s: kind %s is not %s, %s or %s", name("kind"), shown(c.Kind), KindSQL, KindHTTP, KindIceberg)
 	}
 	for _, key := range slices.Sorted(maps.Keys(kv)) {
 		if key != "kind" && key != "timeout" && !slices.Contains(allowed, key) {
@@ -150,12 +150,12 @@ func parseSink(sink string, kv map[string]string) (Config, error) {
 	var err error
 	if v, given := kv["timeout"]; given {
 		if c.Timeout, err = time.ParseDuration(v); err != nil || c.Timeout <= 0 {
-			return c, fmt.Errorf("%s: %q is not a positive duration such as 30s", name("timeout"), v)
+			return c, fmt.Errorf("%s: %s is not a positive duration such as 30s", name("timeout"), shown(v))
 		}
 	}
 	if v, given := kv["count"]; given {
 		if c.Count, err = strconv.ParseBool(v); err != nil {
-			return c, fmt.Errorf("%s: %q: use true or false", name("count"), v)
+			return c, fmt.Errorf("%s: %s: use true or false", name("count"), shown(v))
 		}
 	}
 	c.Driver, c.DSNEnv, c.Query = kv["driver"], kv["dsn-env"], kv["query"]
@@ -175,7 +175,7 @@ func (c *Config) Validate() error {
 	case KindSQL:
 		switch {
 		case c.Driver != DriverPostgres && c.Driver != DriverMySQL:
-			return fmt.Errorf("%s: %q is not %s (PostgreSQL) or %s (MySQL, MariaDB)", name("driver"), c.Driver, DriverPostgres, DriverMySQL)
+			return fmt.Errorf("%s: %s is not %s (PostgreSQL) or %s (MySQL, MariaDB)", name("driver"), shown(c.Driver), DriverPostgres, DriverMySQL)
 		case c.DSNEnv == "":
 			return missing("dsn-env", "the name of the environment variable holding the DSN")
 		case c.Query == "":
@@ -197,9 +197,19 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %q is not the sink table's identifier, NAMESPACE.NAME", name("table"), c.Table)
 		}
 	default:
-		return fmt.Errorf("%s: kind %q is not %s, %s or %s", name("kind"), c.Kind, KindSQL, KindHTTP, KindIceberg)
+		return fmt.Errorf("%s: kind %s is not %s, %s or %s", name("kind"), shown(c.Kind), KindSQL, KindHTTP, KindIceberg)
 	}
 	return nil
+}
+
+// shown is a value for an error about it: quoted when it is a short word,
+// else not repeated, since a DSN or a token pasted under the wrong key
+// (driver, kind, timeout) must not reach the error and the log.
+func shown(v string) string {
+	if len(v) <= 32 && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == "" {
+		return strconv.Quote(v)
+	}
+	return "(the value is not repeated: it may be a credential)"
 }
 
 // validEnvName refuses a value that cannot be a variable's name: most

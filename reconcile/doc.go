@@ -54,9 +54,11 @@
 // # The command and its metrics
 //
 // [Job] runs one reconcile as covmirror reconcile does, feeding [Metrics],
-// the collector of scheduled runs. A sink whose check failed keeps the
-// larger of its last claimed-absent count and this run's: a failing check
-// never silences an alert.
+// the collector of scheduled runs. A destination's claimed-absent batches
+// are forgotten only when a run asks about them again and finds them
+// held: a failing check, or a sample that drew other pieces, never
+// silences an alert. [MetricsHandler] refuses pages of other sites (DNS
+// rebinding, a foreign Origin) as the sidecar's guard does.
 //
 // # Dependencies
 //

@@ -155,7 +155,7 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, fmt.Errorf("reading the answer for %v: %w", r, timedOut(ctx, err))
 	}
 	if resp.StatusCode/100 == 3 {
-		return nil, fmt.Errorf("%w: GET for %v answered %s, a redirect to %q, which is not followed: give the template the service's own URL", ErrBadAnswer, r, resp.Status, resp.Header.Get("Location"))
+		return nil, fmt.Errorf("%w: GET for %v answered %s, a redirect to %q, which is not followed: give the template the service's own URL", ErrBadAnswer, r, resp.Status, location(resp.Header.Get("Location")))
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("%w: GET for %v answered %s", ErrBadAnswer, r, resp.Status)
@@ -185,6 +185,17 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, err
 	}
 	return held, nil
+}
+
+// location is a redirect's target for an error, without its user info,
+// query and fragment: a presigned URL's signature, or a token, is there.
+func location(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 func decodeAnswer(body []byte) (httpAnswer, error) {

@@ -43,7 +43,7 @@ func TestMetricsAfterADeletedRow(t *testing.T) {
 		t.Fatalf("a run with deleted rows: %v", err)
 	}
 	const absent = `
-# HELP covmirror_reconcile_claimed_absent_batches Batches committed coverage claims for the sink that the sink did not hold at the last reconcile.
+# HELP covmirror_reconcile_claimed_absent_batches Batches committed coverage claims for the sink that the sink did not hold when a reconcile last asked about them.
 # TYPE covmirror_reconcile_claimed_absent_batches gauge
 covmirror_reconcile_claimed_absent_batches{sink="whole"} 0
 covmirror_reconcile_claimed_absent_batches{sink="sqlsink"} 10

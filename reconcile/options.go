@@ -76,7 +76,7 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Sample < 0:
 		return fmt.Errorf("reconcile: sample %d is negative: give a positive count of ranges per destination, or zero for a full check", o.Sample)
-	case !(o.MaxChecksPerSecond > 0): // NaN too
+	case !(o.MaxChecksPerSecond >= 0): // NaN too; zero is the default
 		return fmt.Errorf("reconcile: max checks per second %v is not a positive number (zero for %d)", o.MaxChecksPerSecond, DefaultMaxChecksPerSecond)
 	}
 	for _, s := range o.Sinks {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/recovery"
 )
@@ -128,6 +130,11 @@ func (j *Job) Once(ctx context.Context) error {
 	case FormatTasks:
 		WriteText(j.Stderr, rep)
 		err = errors.Join(json.NewEncoder(j.Stdout).Encode(recovery.GapsOf(Tasks(rep, j.Reference, 0), recovery.GapsFilter{})), err)
+		if ref := cmp.Or(j.Reference, coverage.RawSink); len(rep.Absent) > 0 && !rep.covers(ref) {
+			// Tasks clipped every replay to nothing: say so, or the
+			// recovery worker is handed an empty list in silence.
+			err = errors.Join(fmt.Errorf("reconcile: the reference %q %w, so no replay could be planned from it: name the sink replays read from (--reference; raw by default)", ref, ErrNoCoverage), err)
+		}
 	default:
 		WriteText(j.Stdout, rep)
 	}

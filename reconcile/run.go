@@ -66,6 +66,10 @@ type Report struct {
 	// committed is the coverage Run read, every sink's under the topic and
 	// partition filter: Tasks clips replays to the reference's.
 	committed map[coverage.Destination]*coverage.RangeSet
+	// asked is what each destination whose checks all succeeded was asked
+	// about (all of its coverage, or the sample): Metrics forgets an
+	// earlier absence only where a run asked again.
+	asked map[coverage.Destination]*coverage.RangeSet
 }
 
 // ErrNoChecker: a sink Options.Sinks selects has no checker, a mistake
@@ -105,18 +109,9 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 	if err := opts.Validate(); err != nil {
 		return Report{}, err
 	}
-	sinks := opts.Sinks
-	if len(sinks) == 0 {
-		sinks = slices.Sorted(maps.Keys(checkers))
-	} else {
-		sinks = slices.Clone(sinks)
-		slices.Sort(sinks)
-		sinks = slices.Compact(sinks)
-	}
-	for _, s := range sinks {
-		if checkers[s] == nil {
-			return Report{}, fmt.Errorf("reconcile: sink %q %w: give one, or leave it out of the sinks", s, ErrNoChecker)
-		}
+	sinks, err := Selected(opts.Sinks, checkers)
+	if err != nil {
+		return Report{}, err
 	}
 	all, err := tier.Coverage(ctx, durable.Filter{Topic: opts.Topic, Partition: opts.Partition})
 	if err != nil {
@@ -131,7 +126,7 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 	}
 	limit := rate.NewLimiter(rate.Limit(opts.MaxChecksPerSecond), 1)
 	rep := Report{Seed: opts.Seed, Sample: opts.Sample, MaxBatchesPerCheck: opts.MaxBatchesPerCheck,
-		Checked: []Checked{}, Absent: []Row{}, committed: all}
+		Checked: []Checked{}, Absent: []Row{}, committed: all, asked: map[coverage.Destination]*coverage.RangeSet{}}
 	for _, sink := range sinks {
 		cov := bySink[sink]
 		if len(cov) == 0 {
@@ -141,7 +136,7 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 			rep.Failures = append(rep.Failures, err)
 			continue
 		}
-		rows, checked, failures, err := runSink(ctx, sink, cov, checkers[sink], limit, &opts)
+		rows, checked, failures, err := runSink(ctx, sink, cov, checkers[sink], limit, &opts, rep.asked)
 		if err != nil {
 			return Report{}, err
 		}
@@ -157,14 +152,31 @@ func Run(ctx context.Context, tier durable.Tier, checkers map[string]Checker, op
 	return rep, errors.Join(rep.Failures...)
 }
 
+// Selected is the sinks a run with Options.Sinks sinks checks, sorted and
+// once each: every sink with a checker when sinks is empty. A sink without
+// a checker is an error wrapping ErrNoChecker; a command checks this before
+// a schedule starts, where Run's refusal would only be logged every run.
+func Selected(sinks []string, checkers map[string]Checker) ([]string, error) {
+	if len(sinks) == 0 {
+		return slices.Sorted(maps.Keys(checkers)), nil
+	}
+	sinks = slices.Compact(slices.Sorted(slices.Values(sinks)))
+	for _, s := range sinks {
+		if checkers[s] == nil {
+			return nil, fmt.Errorf("reconcile: sink %q %w: configure reconcile.%[1]s.kind and its keys, or leave it out of the sinks", s, ErrNoChecker)
+		}
+	}
+	return sinks, nil
+}
+
 // runSink checks each destination of one sink: a destination whose check
-// fails is one of failures and adds no rows; the others' rows are kept.
-// Only an ended ctx is err.
-func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options) (rows []Row, checked Checked, failures []error, err error) {
+// fails is one of failures and adds no rows; the others' rows are kept,
+// and what they were asked is put in asked. Only an ended ctx is err.
+func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options, asked map[coverage.Destination]*coverage.RangeSet) (rows []Row, checked Checked, failures []error, err error) {
 	checked = Checked{Sink: sink}
 	for _, d := range slices.SortedFunc(maps.Keys(cov), compareDest) {
 		checked.Destinations++
-		absent, err := checkDest(ctx, d, cov[d], c, limit, opts, &checked)
+		absent, dAsked, err := checkDest(ctx, d, cov[d], c, limit, opts, &checked)
 		if err != nil {
 			if ce := (*CheckError)(nil); errors.As(err, &ce) {
 				failures = append(failures, err)
@@ -172,6 +184,7 @@ func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*cov
 			}
 			return nil, checked, nil, err
 		}
+		asked[d] = dAsked
 		for r := range absent.All() {
 			rows = append(rows, Row{Sink: sink, Topic: d.Topic, Partition: d.Partition, Start: r.Start, End: r.End, Kind: KindClaimedAbsent})
 		}
@@ -180,49 +193,49 @@ func runSink(ctx context.Context, sink string, cov map[coverage.Destination]*cov
 }
 
 // checkDest asks c about d's committed coverage (its pieces, or a sample of
-// them) and returns what it does not hold. A failed check is a
+// them) and returns what it does not hold, and what it was asked. A failed check is a
 // *CheckError; an ended ctx, checked after every check so that a checker
 // returning a partial answer as ctx ends is never believed, is ctx's error.
-func checkDest(ctx context.Context, d coverage.Destination, cov *coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options, checked *Checked) (*coverage.RangeSet, error) {
+func checkDest(ctx context.Context, d coverage.Destination, cov *coverage.RangeSet, c Checker, limit *rate.Limiter, opts *Options, checked *Checked) (absent, asked *coverage.RangeSet, err error) {
 	ps, err := newPieceSet(cov.Ranges(), opts.MaxBatchesPerCheck)
 	if err != nil {
-		return nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: cov.Ranges(), Err: err}
+		return nil, nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: cov.Ranges(), Err: err}
 	}
 	picked := ps.sample(opts.Sample, rand.New(rand.NewPCG(opts.Seed, destSeed(d))))
 	n := ps.total()
 	if picked != nil {
 		n = uint64(len(picked))
 	}
-	absent := new(coverage.RangeSet)
+	absent, asked = new(coverage.RangeSet), new(coverage.RangeSet)
 	for i := range n {
 		p := ps.piece(i)
 		if picked != nil {
 			p = ps.piece(picked[i])
 		}
 		if err := limit.Wait(ctx); err != nil {
-			return nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, err)
+			return nil, nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, err)
 		}
-		asked := []coverage.Range{p}
-		held, err := c.Held(ctx, d, asked)
+		held, err := c.Held(ctx, d, []coverage.Range{p})
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, ctx.Err())
+			return nil, nil, fmt.Errorf("reconcile: sink %q: %w", d.Sink, ctx.Err())
 		}
 		if err == nil && held == nil {
 			err = fmt.Errorf("%w: the checker returned no set", ErrBadAnswer)
 		}
 		if err == nil {
-			err = within(held, asked)
+			err = within(held, []coverage.Range{p})
 		}
 		if err != nil {
-			return nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: asked, Err: err}
+			return nil, nil, &CheckError{Sink: d.Sink, Destination: d, Ranges: []coverage.Range{p}, Err: err}
 		}
 		checked.Checks++
 		checked.Batches += p.Len()
 		ref, _ := coverage.NewRangeSet(p) // p is valid: a piece of a committed range
 		gaps := coverage.Gaps(&ref, held)
 		absent.Union(&gaps)
+		asked.Union(&ref)
 	}
-	return absent, nil
+	return absent, asked, nil
 }
 
 // destSeed gives each destination its own sample stream of the one seed,

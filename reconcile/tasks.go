@@ -82,6 +82,16 @@ func Tasks(r Report, reference string, maxBatches uint64) []recovery.Task {
 	return out
 }
 
+// covers reports whether the coverage Run read holds any of sink's.
+func (r Report) covers(sink string) bool {
+	for d := range r.committed {
+		if d.Sink == sink {
+			return true
+		}
+	}
+	return false
+}
+
 // compareDest orders destinations by topic and partition (one sink's).
 func compareDest(a, b coverage.Destination) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
-
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/covmirror/covmirror/compaction"
 	"github.com/covmirror/covmirror/coverage"
@@ -41,30 +37,34 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	opts.Logger, opts.Partition = g.logger, partition.p
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
 	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
-		err = errors.New("--every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
+		err = errors.New("reconcile: --every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
 	} else if err == nil && len(cfgs) == 0 {
-		err = errors.New("no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
+		err = errors.New("reconcile: no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
 	}
 	if err != nil {
-		return usageError{fmt.Errorf("reconcile: %w", err)}
+		return usageError{err}
 	}
 	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	var cat catalog.Catalog
+	var build reconcile.BuildOptions
 	if reconcile.NeedsCatalog(cfgs) {
-		if cat, err = tier.Catalog(ctx, g.tier, primary); err != nil {
+		if build.Catalog, err = tier.Catalog(ctx, g.tier, primary); err != nil {
 			return err
 		}
 	}
-	checkers, err := reconcile.Build(cfgs, reconcile.BuildOptions{Catalog: cat})
+	checkers, err := reconcile.Build(cfgs, build)
 	if err != nil {
 		return usageError{err}
 	}
 	defer checkers.Close()
-	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, opts.Sinks)
+	sinks, err := reconcile.Selected(opts.Sinks, checkers.Checkers) // before a schedule starts
+	if err != nil {
+		return usageError{err}
+	}
+	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, sinks)
 	if *asJSON {
 		job.Format = reconcile.FormatJSON
 	} else if *asTasks {
@@ -84,7 +84,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile --metrics-addr: %w", err)
 		}
-		srv := &http.Server{Handler: reconcile.MetricsHandler(job.Metrics, token), ReadHeaderTimeout: 10 * time.Second}
+		srv := reconcile.MetricsServer(job.Metrics, token)
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Fprintf(g.stdout, "serving http://%s/metrics\n", ln.Addr())
