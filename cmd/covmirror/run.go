@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/lazysubstrait"
@@ -221,4 +223,26 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
 	}
 	return usageError{fmt.Errorf("%s: %w (covmirror %[1]s --help lists the flags)", fs.Name(), err)}
+}
+
+// partitionFlag is an optional partition: a non-negative 32-bit integer,
+// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
+// -7 as "every partition").
+type partitionFlag struct{ p *int32 }
+
+func (f *partitionFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*f.p))
+}
+
+func (f *partitionFlag) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
+	}
+	p := int32(n)
+	f.p = &p
+	return nil
 }
