@@ -101,6 +101,9 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 			return fmt.Errorf("%w: %s after %d attempts: %w", ErrCommitTimeout, l.what, attempt, err)
 		}
 		conflict := isConflict(err)
+		if conflict {
+			t.conflicts.Add(1)
+		}
 		t.opts.Logger.Debug("commit retry", "commit", l.what, "attempt", attempt, "conflict", conflict, "err", err)
 		// A conflict is retried at once; anything else, and a reload that
 		// fails, after a pause.

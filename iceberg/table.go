@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ice "github.com/apache/iceberg-go"
@@ -91,7 +92,16 @@ type Table struct {
 
 	mu     sync.Mutex
 	cached *table.Table // metadata after this process's last load or commit
+
+	conflicts atomic.Uint64 // commit attempts that lost to another writer
 }
+
+// CommitConflicts is how many commit attempts of this Table lost to
+// another writer (the table moved under them) and were retried
+// (durable.ConflictCounter).
+func (t *Table) CommitConflicts() uint64 { return t.conflicts.Load() }
+
+var _ durable.ConflictCounter = (*Table)(nil)
 
 // Open opens the coverage table, creating the namespace and the table if
 // missing. An existing table with an incompatible schema fails with
