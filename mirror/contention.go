@@ -42,6 +42,7 @@ func (c *coalescing) joinable(arrived uint64) (CheckpointSummary, bool) {
 // and warns at the end of a window when they passed the threshold in it.
 type conflictWatch struct {
 	total atomic.Uint64 // covmirror_checkpoint_commit_conflicts_total
+	floor time.Duration // the shortest window; zero: conflictWindowFloor (tests shorten it)
 
 	// Guarded by syncMu.
 	windowStart       time.Time
@@ -61,7 +62,15 @@ func (m *Mirror) conflictCount() uint64 {
 // conflictWindow is how often the conflict warning may repeat: once per
 // checkpoint interval, and at most once a minute, so that a short
 // interval does not turn a sustained condition into a log line a second.
-func (m *Mirror) conflictWindow() time.Duration { return max(m.opts.Interval, time.Minute) }
+func (m *Mirror) conflictWindow() time.Duration {
+	floor := m.conflicts.floor
+	if floor == 0 {
+		floor = conflictWindowFloor
+	}
+	return max(m.opts.Interval, floor)
+}
+
+const conflictWindowFloor = time.Minute
 
 // noteConflicts adds the conflicts of one checkpoint round (the tier's
 // count was before when it began) and, once a window has passed, warns if
