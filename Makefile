@@ -69,6 +69,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 100x ./mirror
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
+	$(GO) test -run '^$$' -bench PodsOneTable -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
 	$(GO) test -run '^$$' -bench GapDating -benchtime 1x ./recovery

@@ -119,6 +119,17 @@ type Expirer interface {
 	ExpireSnapshots(ctx context.Context, o ExpireOptions) (int, error)
 }
 
+// ConflictCounter is the optional capability of a tier whose appends
+// commit optimistically (the coverage table) to count the commit attempts
+// that lost to another writer and were retried. Many writers on one table
+// show as a rising count per checkpoint; the remedy is a primary that
+// does not serialize writers (object or PostgreSQL) with the table as its
+// replica. Conflicts never change what is covered: a lost attempt is
+// retried until it lands or the append fails.
+type ConflictCounter interface {
+	CommitConflicts() uint64
+}
+
 // ExpireOptions says which snapshots ExpireSnapshots removes: those older
 // than OlderThan, always keeping the last RetainLast. A commit of unknown
 // outcome can only be recognized while its snapshot is retained: keep

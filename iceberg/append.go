@@ -48,7 +48,7 @@ func (t *Table) appendRows(ctx context.Context, st stamp, mayHaveLanded bool, bu
 		if done, err := lookup(tbl, st); done || err != nil {
 			return err
 		}
-	} else if tbl, err = t.recent(ctx); err != nil {
+	} else if tbl, err = t.base(ctx); err != nil {
 		return err
 	}
 	files, err := t.writeFiles(ctx, tbl, st.name, 0, build)

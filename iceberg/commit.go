@@ -59,8 +59,11 @@ func lookup(tbl *table.Table, s stamp) (bool, error) {
 
 // commitLoop is how every commit of this package lands: data files are
 // written once by the caller, then commit runs until it succeeds. A
-// conflict (the table moved) is retried at once on the metadata reload
-// fetches; any other failure is retried after a capped backoff, and only
+// conflict (the table moved) is retried on the metadata reload fetches
+// (the catalog's pointer and the metadata file it names, nothing else: the
+// data files are not written again, only the snapshot that adds them),
+// after a full-jitter pause, so that writers that lost together do not
+// retry together; any other failure is retried after a capped backoff, and only
 // once reload shows that the failed-looking commit did not land after all
 // (an answer lost mid-flight). A reload that fails leaves the caller's
 // metadata in hand for the next attempt, unless its error is ErrNameReused.
@@ -76,6 +79,7 @@ type commitLoop struct {
 
 func (t *Table) run(ctx context.Context, l commitLoop) error {
 	deadline := time.Now().Add(l.timeout)
+	conflicts := 0 // in this loop: the full-jitter schedule's attempt
 	for attempt := 1; ; attempt++ {
 		err := l.commit()
 		if err == nil {
@@ -102,15 +106,20 @@ func (t *Table) run(ctx context.Context, l commitLoop) error {
 		}
 		conflict := isConflict(err)
 		t.opts.Logger.Debug("commit retry", "commit", l.what, "attempt", attempt, "conflict", conflict, "err", err)
-		// A conflict is retried at once; anything else, and a reload that
-		// fails, after a pause.
-		paused := false
-		if !conflict {
-			if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
+		// A conflict is retried after a full-jitter pause (the table moved:
+		// a retry at once meets the writers that moved it, a herd);
+		// anything else, and a reload that fails, after an equal-jitter one.
+		if conflict {
+			conflicts++
+			t.conflicts.Add(1)
+			t.lastConflict.Store(time.Now().UnixNano())
+			if err := backoff.Sleep(ctx, backoff.FullJitter(conflicts, conflictMinBackoff, conflictMaxBackoff)); err != nil {
 				return err
 			}
-			paused = true
+		} else if err := backoff.Sleep(ctx, backoff.EqualJitter(attempt, commitMinBackoff, commitMaxBackoff)); err != nil {
+			return err
 		}
+		paused := !conflict // with the failure schedule
 		landedAnyway, err := l.reload()
 		if errors.Is(err, durable.ErrNameReused) {
 			return err
@@ -152,6 +161,16 @@ func isConflict(err error) bool {
 const (
 	commitMinBackoff = 100 * time.Millisecond
 	commitMaxBackoff = 5 * time.Second
+)
+
+// The pause before the n-th retry (from 1) of a commit after conflicts:
+// backoff.FullJitter between these. The first waits up to about one
+// commit's time on a SQL catalog, spreading the writers that lost to one
+// commit over the next; the cap keeps a writer that keeps losing within
+// a few seconds of the table (BenchmarkPodsOneTable measures them).
+const (
+	conflictMinBackoff = 100 * time.Millisecond
+	conflictMaxBackoff = 2 * time.Second
 )
 
 // writeVerified writes rec into tbl's data location with iceberg-go's

@@ -60,9 +60,12 @@
 // of these columns is refused with ErrIncompatibleTable and never altered.
 //
 // Concurrent owners appending to the table always combine: the data files
-// are written once and the commit is retried on a freshly loaded table until
-// it lands or Options.CommitTimeout passes; a commit that failed without
-// proving it did not land is first looked for by its writer and name.
+// are written once and the commit is retried on a freshly loaded table
+// (after a full-jitter pause on a conflict, so that writers that lost
+// together do not retry together) until it lands or Options.CommitTimeout
+// passes; a commit that failed without proving it did not land is first
+// looked for by its writer and name. Table.CommitConflicts counts the lost
+// attempts (durable.ConflictCounter).
 //
 // TableSink extends the invariant to a sink that is itself an Iceberg table
 // in a catalog with multi-table transactions: its rows and their coverage

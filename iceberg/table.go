@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ice "github.com/apache/iceberg-go"
@@ -91,7 +92,17 @@ type Table struct {
 
 	mu     sync.Mutex
 	cached *table.Table // metadata after this process's last load or commit
+
+	conflicts    atomic.Uint64 // commit attempts that lost to another writer
+	lastConflict atomic.Int64  // when the last one lost, in Unix ns; 0: never
 }
+
+// CommitConflicts is how many commit attempts of this Table lost to
+// another writer (the table moved under them) and were retried
+// (durable.ConflictCounter).
+func (t *Table) CommitConflicts() uint64 { return t.conflicts.Load() }
+
+var _ durable.ConflictCounter = (*Table)(nil)
 
 // Open opens the coverage table, creating the namespace and the table if
 // missing. An existing table with an incompatible schema fails with
@@ -187,6 +198,23 @@ func (t *Table) remember(tbl *table.Table) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cached = tbl
+}
+
+// contendedFor is how long after a lost commit attempt an append loads
+// fresh metadata before its first attempt instead of using the cache:
+// among other writers the cached metadata is stale by their commits since
+// this process's last one, so a first attempt on it loses for certain.
+const contendedFor = 10 * time.Minute
+
+// base is the metadata an append builds its first attempt on: the cache
+// while this Table has not lost a commit attempt for contendedFor (alone
+// on the table, the cache is current and saves a catalog round trip), a
+// fresh load otherwise.
+func (t *Table) base(ctx context.Context) (*table.Table, error) {
+	if last := t.lastConflict.Load(); last != 0 && time.Since(time.Unix(0, last)) < contendedFor {
+		return t.Load(ctx)
+	}
+	return t.recent(ctx)
 }
 
 func (t *Table) recent(ctx context.Context) (*table.Table, error) {

@@ -12,7 +12,10 @@
 // appends a checkpoint to the durable tier and only then commits it in the
 // local tier. A checkpoint whose commit failed, or whose outcome is unknown,
 // stays in flight; the next Sync looks for it in the durable tier by name
-// before it appends it again. A commit that landed only some destinations (a
+// before it appends it again. Checkpoint calls that arrive while one runs
+// are served by one next checkpoint, which began after they arrived and so
+// carries what they recorded; none is reported done by a checkpoint that
+// began before it. A commit that landed only some destinations (a
 // durable.PartialError: a sink object that cannot be read) marks only
 // those, and the others stay pending for the next checkpoint, so one broken
 // sink holds no other back. Snapshot expiry, where the tier has snapshots

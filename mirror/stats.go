@@ -14,6 +14,8 @@ type Stats struct {
 	Records             uint64        // ranges recorded through this Mirror
 	Checkpoints         uint64        // checkpoints committed to the durable tier
 	CheckpointedBatches uint64        // batches those checkpoints carried
+	Joined              uint64        // Checkpoint calls that joined another's commit
+	CommitConflicts     uint64        // durable-tier commit attempts lost to other writers
 	Failures            uint64        // Syncs that returned an error
 	ConsecutiveFailures uint64        // failures since the last success
 	PendingBatches      uint64        // recorded locally, not yet checkpointed
@@ -25,6 +27,7 @@ type Stats struct {
 type stats struct {
 	records             atomic.Uint64
 	checkpoints         atomic.Uint64
+	joined              atomic.Uint64
 	checkpointedBatches saturating // a checkpoint can carry more than 2^64 batches in all
 
 	mu          sync.Mutex
@@ -94,6 +97,7 @@ func (m *Mirror) Stats() Stats {
 		LastSuccess: s.lastSuccess, LastError: s.lastError}
 	s.mu.Unlock()
 	out.Records, out.Checkpoints, out.CheckpointedBatches = s.records.Load(), s.checkpoints.Load(), s.checkpointedBatches.Load()
+	out.Joined, out.CommitConflicts = s.joined.Load(), m.conflicts.total.Load()
 	out.PendingBatches = m.opts.Local.PendingBatches()
 	return out
 }
@@ -101,6 +105,7 @@ func (m *Mirror) Stats() Stats {
 // Collector returns Prometheus collectors for the Mirror's stats, for the
 // caller to register: covmirror_records_total, covmirror_checkpoints_total,
 // covmirror_checkpointed_batches_total, covmirror_checkpoint_failures_total,
+// covmirror_checkpoint_commit_conflicts_total, covmirror_checkpoints_joined_total,
 // covmirror_checkpoint_consecutive_failures, covmirror_pending_batches,
 // covmirror_last_checkpoint_success_timestamp_seconds,
 // covmirror_last_checkpoint_age_seconds (since the collector was made while
@@ -129,6 +134,10 @@ var descs = map[string]*prometheus.Desc{
 	"checkpoints": prometheus.NewDesc("covmirror_checkpoints_total", "Checkpoints committed to the durable tier.", nil, nil),
 	"batches":     prometheus.NewDesc("covmirror_checkpointed_batches_total", "Batches carried by committed checkpoints.", nil, nil),
 	"failures":    prometheus.NewDesc("covmirror_checkpoint_failures_total", "Checkpoints that failed; their ranges stayed pending.", nil, nil),
+	"conflicts": prometheus.NewDesc("covmirror_checkpoint_commit_conflicts_total",
+		"Commit attempts of checkpoints that lost to another writer of the durable tier and were retried (the coverage table counts them).", nil, nil),
+	"joined": prometheus.NewDesc("covmirror_checkpoints_joined_total",
+		"Checkpoint calls that arrived while one ran and were carried by the next one's commit.", nil, nil),
 	"consecutive": prometheus.NewDesc("covmirror_checkpoint_consecutive_failures", "Failed checkpoints since the last success.", nil, nil),
 	"pending":     prometheus.NewDesc("covmirror_pending_batches", "Batches recorded locally and not yet checkpointed.", nil, nil),
 	"success":     prometheus.NewDesc("covmirror_last_checkpoint_success_timestamp_seconds", "When a checkpoint last succeeded.", nil, nil),
@@ -156,6 +165,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("checkpoints", s.Checkpoints)
 	counter("batches", s.CheckpointedBatches)
 	counter("failures", s.Failures)
+	counter("conflicts", s.CommitConflicts)
+	counter("joined", s.Joined)
 	gauge("consecutive", float64(s.ConsecutiveFailures))
 	gauge("pending", float64(s.PendingBatches))
 	if !s.LastSuccess.IsZero() {

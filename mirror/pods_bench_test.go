@@ -1,0 +1,204 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/object"
+)
+
+// The pace and length of BenchmarkPodsOneTable: every pod checkpoints
+// once a second for podRounds rounds.
+const (
+	podInterval = time.Second
+	podRounds   = 10
+)
+
+// BenchmarkPodsOneTable starts N pods in-process (a Mirror each, over its
+// own Pebble store and its own catalog connection, as separate processes
+// have) on one coverage table in a SQLite catalog, each recording and
+// checkpointing every second for podRounds rounds, and in the same run the
+// same N pods on the object tier (one local directory, each pod its own
+// handle on it) as the baseline. It reports checkpoints per second in all,
+// the mean and maximum checkpoint latency, the table's commit conflicts per
+// checkpoint and the ratio of the table's rate to the object tier's. Every
+// recorded range must be in the durable tier at the end.
+//
+//	go test ./mirror -run '^$' -bench PodsOneTable -benchtime 1x
+func BenchmarkPodsOneTable(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			var tbl, obj podsResult
+			for range b.N {
+				tbl = runPods(b, n, tablePods(b, n))
+				obj = runPods(b, n, objectPods(b, n))
+			}
+			b.ReportMetric(tbl.rate(), "table-ckpt/s")
+			b.ReportMetric(tbl.mean().Seconds()*1000, "table-mean-ms")
+			b.ReportMetric(tbl.max.Seconds()*1000, "table-max-ms")
+			b.ReportMetric(tbl.conflictsPer(), "table-conflicts/ckpt")
+			b.ReportMetric(obj.rate(), "object-ckpt/s")
+			b.ReportMetric(obj.mean().Seconds()*1000, "object-mean-ms")
+			b.ReportMetric(obj.max.Seconds()*1000, "object-max-ms")
+			b.ReportMetric(tbl.rate()/obj.rate(), "ratio")
+		})
+	}
+}
+
+type podsResult struct {
+	checkpoints int
+	conflicts   uint64
+	total, max  time.Duration // latency: sum and maximum
+	elapsed     time.Duration
+}
+
+func (r podsResult) rate() float64 { return float64(r.checkpoints) / r.elapsed.Seconds() }
+func (r podsResult) mean() time.Duration {
+	return r.total / time.Duration(max(r.checkpoints, 1))
+}
+func (r podsResult) conflictsPer() float64 {
+	return float64(r.conflicts) / float64(max(r.checkpoints, 1))
+}
+
+// tierOpener opens pod i's handle on the shared durable tier.
+type tierOpener func(i int) durable.Tier
+
+// tablePods is one coverage table in a fresh SQLite catalog, opened by
+// each pod through its own catalog.
+func tablePods(b *testing.B, _ int) tierOpener {
+	props, err := iceberg.EmbeddedProps(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(int) durable.Tier {
+		cat, err := iceberg.OpenCatalog(ctx, "", props)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tbl, err := iceberg.Open(ctx, cat, iceberg.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tbl
+	}
+}
+
+// objectPods is one object-tier directory, opened by each pod on its own.
+func objectPods(b *testing.B, _ int) tierOpener {
+	dir := filepath.Join(b.TempDir(), "objects")
+	return func(int) durable.Tier {
+		blobs, err := object.OpenDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = blobs.Close() })
+		tier, err := object.Open(ctx, object.Options{Blobs: blobs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tier
+	}
+}
+
+// runPods runs n pods for podRounds rounds each: on every tick a pod
+// records one range of its own partition and checkpoints. A tick missed
+// while a checkpoint runs is dropped, as a pod's next checkpoint then
+// carries what accumulated. It checks that every recorded range is in the
+// tier afterwards.
+func runPods(b *testing.B, n int, open tierOpener) podsResult {
+	b.Helper()
+	tiers := make([]durable.Tier, n)
+	mirrors := make([]*Mirror, n)
+	for i := range n {
+		tiers[i] = open(i)
+		l, err := local.Open(local.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := New(Options{Local: l, Durable: tiers[i], Writer: fmt.Sprintf("pod-%d", i), Interval: podInterval})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mirrors[i] = m
+	}
+	dest := func(i int) coverage.Destination {
+		return coverage.Destination{Sink: "lake", Topic: "orders", Partition: int32(i)}
+	}
+	var mu sync.Mutex
+	var res podsResult
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	b.ResetTimer()
+	start := time.Now()
+	for i, m := range mirrors {
+		wg.Go(func() {
+			tick := time.NewTicker(podInterval)
+			defer tick.Stop()
+			for round := range podRounds {
+				<-tick.C
+				r := coverage.Range{Start: uint64(round) * 2, End: uint64(round)*2 + 1} // never adjacent
+				if err := m.Record(ctx, dest(i), r); err != nil {
+					errs <- err
+					return
+				}
+				began := time.Now()
+				sum, err := m.Checkpoint(ctx)
+				took := time.Since(began)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				res.checkpoints += sum.Checkpoints
+				res.total += took
+				res.max = max(res.max, took)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	for _, t := range tiers {
+		if c, ok := t.(durable.ConflictCounter); ok {
+			res.conflicts += c.CommitConflicts()
+		}
+	}
+	checkPodsLanded(b, tiers[0], n, dest)
+	for _, m := range mirrors {
+		if err := m.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return res
+}
+
+// checkPodsLanded: every range each pod recorded is in the tier.
+func checkPodsLanded(b *testing.B, tier durable.Tier, n int, dest func(int) coverage.Destination) {
+	b.Helper()
+	got, err := tier.Coverage(context.Background(), durable.Filter{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		for round := range podRounds {
+			r := coverage.Range{Start: uint64(round) * 2, End: uint64(round)*2 + 1}
+			set := got[dest(i)]
+			if set == nil || !set.ContainsRange(r) {
+				b.Fatalf("pod %d's range %s is not in %s", i, r, tier.Name())
+			}
+		}
+	}
+}
