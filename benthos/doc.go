@@ -39,5 +39,9 @@
 // POST /v1/plan.
 //
 // A message is one batch. Its child output's processors must not drop
-// messages: a dropped message is acknowledged, and would be recorded.
+// messages: a dropped message is acknowledged, and would be recorded. A
+// child that acknowledges what its sink does not hold is refused when the
+// output is built: a fallback (its dead-letter output's ack), drop_on, a
+// switch that drops a message no case matches (neither strict_mode nor a
+// case without a check), nested in a broker or retry too.
 package benthos

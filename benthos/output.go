@@ -37,7 +37,7 @@ Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+` (`+"`pattern: f
 
 A failed write to raw fails the message, so that the source is acknowledged only once raw holds it and its coverage is recorded (the input or the broker delivers it again). A failed write to any other sink is logged, counted (`+"`"+metricWriteFailures+"`"+`) and acknowledged: the source moves on and the missing batches are a gap for recovery (see the `+"`covmirror_plan`"+` input), not a stalled pipeline.
 
-A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (`+"`"+metricNotRecorded+"`"+`). Processors on the child that drop messages make coverage claim them: filter before this output instead.`).
+A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (`+"`"+metricNotRecorded+"`"+`). Processors on the child that drop messages make coverage claim them: filter before this output instead. A child that acknowledges a message its sink does not hold is refused: a `+"`fallback`"+` (a dead-letter output's acknowledgement would be the sink's coverage), `+"`drop_on`"+`, and a `+"`switch`"+` that drops what no case matches (set `+"`strict_mode: true`"+` or end with a case without a check).`).
 		Fields(
 			service.NewInterpolatedStringField("sink").Description("The sink's name in coverage (`raw` for raw).").Examples("raw", "lake", `${! meta("sink") }`),
 			service.NewInterpolatedStringField("topic").Description("The message's topic.").Example(`${! meta("kafka_topic") }`),
@@ -111,6 +111,13 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 		return nil, batching, 0, err
 	}
 	if batching, err = conf.FieldBatchPolicy("batching"); err != nil {
+		return nil, batching, 0, err
+	}
+	childConf, err := conf.FieldAny("output")
+	if err != nil {
+		return nil, batching, 0, err
+	}
+	if err := checkChild(childConf, "output"); err != nil {
 		return nil, batching, 0, err
 	}
 	if o.child, err = conf.FieldOutput("output"); err != nil {
