@@ -164,3 +164,40 @@ func TestLintNamesAMisspeltField(t *testing.T) {
 		t.Fatalf("lint of a misspelt field: exit %d\n%s", code, out)
 	}
 }
+
+// TestExampleSinkDownFromTheStart: search down for every message of the
+// example pipeline has no coverage rows at all; its gap must still be
+// found, and the replay stream must close it (the example names its
+// sinks, so the plan does not depend on a sink having rows).
+func TestExampleSinkDownFromTheStart(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(example(t, "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := strings.Replace(string(src), "max: 4) == 0", "max: 4) >= 0", 1)
+	if down == string(src) {
+		t.Fatal("pipeline.yaml: search's failing case is not where the test expects it")
+	}
+	pipeline := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(pipeline, []byte(down), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := command(t, dir, "-c", pipeline); code != 0 {
+		t.Fatalf("the pipeline: exit %d\n%s", code, out)
+	}
+	if got := held(t, dir, "search"); len(got) > 0 {
+		t.Fatalf("search holds %v: it was down for every message", got)
+	}
+	if out, code := command(t, dir, "-c", example(t, "replay.yaml")); code != 0 {
+		t.Fatalf("the replay: exit %d\n%s", code, out)
+	}
+	all := make([]uint64, 120)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	got, _ := committedAndPlan(t, dir)
+	if !slices.Equal(held(t, dir, "search"), all) || !slices.Equal(got["search"], all) {
+		t.Fatalf("after the replay search holds %v, coverage %v: its gap (every batch) was not found", held(t, dir, "search"), got["search"])
+	}
+}
