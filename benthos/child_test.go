@@ -52,3 +52,14 @@ func TestChildAckingWhatTheSinkLacksIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRawWithoutReferenceIsRefused: an output of sink raw that is not the
+// reference would acknowledge a failed write to raw, so the source would
+// move on before raw holds the message: a config error.
+func TestRawWithoutReferenceIsRefused(t *testing.T) {
+	raw := newSinkServer(t, func(uint64, int) bool { return true })
+	err := runErr(t, stream(t, generate(3, 1), covmirrorOutput("raw", false, t.TempDir(), httpOutput(raw))))
+	if err == nil || !strings.Contains(err.Error(), "reference: true") {
+		t.Fatalf("sink raw without reference: err %v, want a config error asking for reference: true", err)
+	}
+}

@@ -43,7 +43,7 @@ A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not pa
 			service.NewInterpolatedStringField("topic").Description("The message's topic.").Example(`${! meta("kafka_topic") }`),
 			service.NewInterpolatedStringField("partition").Description("The message's partition, 0 to 2147483647.").Example(`${! meta("kafka_partition") }`),
 			service.NewInterpolatedStringField("batch_id").Description("The message's batch id in its partition, 0 to 9223372036854775806 (a Kafka offset, a sequence number).").Example(`${! meta("kafka_offset") }`),
-			service.NewBoolField("reference").Default(false).Description("True for raw: a failed write fails the message (it is delivered again) instead of being acknowledged as a gap."),
+			service.NewBoolField("reference").Default(false).Description("True for raw: a failed write fails the message (it is delivered again) instead of being acknowledged as a gap. Required for a `sink` of `raw`."),
 			service.NewOutputField("output").Description("The sink's output: each batch is written through it, and what it acknowledges is recorded."),
 			service.NewDurationField("timeout").Default(DefaultTimeout.String()).
 				Description("How long a write to a sink other than raw may take before it counts as failed (a gap, acknowledged), so that a sink that is down or stalled never holds the stream back; `0s`: no limit. A write to raw is never cut short."),
@@ -87,6 +87,11 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	var err error
 	if o.reference, err = conf.FieldBool("reference"); err != nil {
 		return nil, batching, 0, err
+	}
+	if s, ok := o.sink.Static(); ok && s == coverage.RawSink && !o.reference {
+		// Acknowledging a failed write to raw would move the source on
+		// before raw holds the message.
+		return nil, batching, 0, fmt.Errorf("covmirror: sink %s without reference: true: a failed write to raw would be acknowledged and the source move on without it; give reference: true", s)
 	}
 	if o.timeout, err = conf.FieldDuration("timeout"); err != nil {
 		return nil, batching, 0, err
