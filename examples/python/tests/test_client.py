@@ -213,6 +213,21 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = _serve
 
 
+class SinksTest(unittest.TestCase):
+    def test_named_sink_without_rows_has_gaps(self):
+        """A sink with no rows of a topic (down since the start) has gaps
+        and replay tasks only when named: gaps and plan take sinks."""
+        topic = fresh_topic("sinks")
+        c = cm.Client(URL, **fast({"token_file": TOKEN_FILE}))
+        c.record([{"sink": "raw", "topic": topic, "partition": 0, "start": 0, "end": 10}])
+        c.checkpoint()
+        mine = lambda rows: [(r["sink"], r["start"], r["end"]) for r in rows if r["topic"] == topic]
+        self.assertEqual(mine(c.gaps(topic=topic)), [])
+        self.assertEqual(mine(c.gaps(topic=topic, sinks=["lake"])), [("lake", 0, 10)])
+        self.assertEqual(mine(c.plan(sinks=["lake"])), [("lake", 0, 10)])
+        c.close()
+
+
 class RetryTest(unittest.TestCase):
     def setUp(self):
         self.proxy = FaultyProxy()
