@@ -241,6 +241,9 @@ class Client:
                 if not isinstance(doc, dict) or "error" not in doc:
                     text = data[:200].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
                     doc = {"error": text + " (not an answer of the record API: does the address name the pod's serve?)"}
+                if self._token:
+                    # An address that is not the pod may echo the request back.
+                    doc = {k: v.replace(self._token, "[token]") if isinstance(v, str) else v for k, v in doc.items()}
                 # A redirect is not success either: ServeMux answers 307 for
                 # a path it would clean, and following it would address
                 # another resource.
