@@ -20,7 +20,7 @@
 //   - raw (reference: true) is the source's acknowledgement: a message is
 //     acknowledged upstream only once raw acknowledged it and its coverage
 //     is recorded. A failed write, a failed record or a message whose ids
-//     do not parse fails that message, so the input (or a fan_out broker)
+//     do not parse fails that message, so the input (or the broker)
 //     delivers it again; dedup absorbs the second write.
 //   - any other sink never holds the source back: a failed write (or
 //     record), or one that takes longer than the output's timeout, is

@@ -33,7 +33,7 @@ func OutputSpec() *service.ConfigSpec {
 		Categories("Utility").
 		Summary("Writes each batch through a child output (one sink) and records covmirror coverage for exactly the messages the child acknowledged.").
 		Description(`
-Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+` (`+"`pattern: fan_out`"+`): raw with `+"`reference: true`"+`, every other sink without. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
+Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+`: raw with `+"`reference: true`"+` first (`+"`pattern: fan_out_sequential`"+`), then every other sink without, in a `+"`fan_out`"+` after raw, so that a sink is written only once raw holds the batch. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
 
 A failed write to raw fails the message, so that the source is acknowledged only once raw holds it and its coverage is recorded (the input or the broker delivers it again). A failed write to any other sink is logged, counted (`+"`"+metricWriteFailures+"`"+`) and acknowledged: the source moves on and the missing batches are a gap for recovery (see the `+"`covmirror_plan`"+` input), not a stalled pipeline.
 
