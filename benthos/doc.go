@@ -20,7 +20,7 @@
 //   - raw (reference: true) is the source's acknowledgement: a message is
 //     acknowledged upstream only once raw acknowledged it and its coverage
 //     is recorded. A failed write, a failed record or a message whose ids
-//     do not parse fails that message, so the input (or a fan_out broker)
+//     do not parse fails that message, so the input (or the broker)
 //     delivers it again; dedup absorbs the second write.
 //   - any other sink never holds the source back: a failed write (or
 //     record), or one that takes longer than the output's timeout, is
@@ -39,5 +39,9 @@
 // POST /v1/plan.
 //
 // A message is one batch. Its child output's processors must not drop
-// messages: a dropped message is acknowledged, and would be recorded.
+// messages: a dropped message is acknowledged, and would be recorded. A
+// child that acknowledges what its sink does not hold is refused when the
+// output is built: a fallback (its dead-letter output's ack), drop_on, a
+// switch that drops a message no case matches (neither strict_mode nor a
+// case without a check), nested in a broker or retry too.
 package benthos

@@ -33,17 +33,17 @@ func OutputSpec() *service.ConfigSpec {
 		Categories("Utility").
 		Summary("Writes each batch through a child output (one sink) and records covmirror coverage for exactly the messages the child acknowledged.").
 		Description(`
-Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+` (`+"`pattern: fan_out`"+`): raw with `+"`reference: true`"+`, every other sink without. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
+Put one `+"`covmirror`"+` output per sink under a `+"`broker`"+`: raw with `+"`reference: true`"+` first (`+"`pattern: fan_out_sequential`"+`), then every other sink without, in a `+"`fan_out`"+` after raw, so that a sink is written only once raw holds the batch. A message's batch is recorded only after the child's write returned, and only when the child acknowledged that message (a batch error's failed messages, and every message of any other error, are not).
 
 A failed write to raw fails the message, so that the source is acknowledged only once raw holds it and its coverage is recorded (the input or the broker delivers it again). A failed write to any other sink is logged, counted (`+"`"+metricWriteFailures+"`"+`) and acknowledged: the source moves on and the missing batches are a gap for recovery (see the `+"`covmirror_plan`"+` input), not a stalled pipeline.
 
-A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (`+"`"+metricNotRecorded+"`"+`). Processors on the child that drop messages make coverage claim them: filter before this output instead.`).
+A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not parse are an error for that message: raw fails it without writing it, any other sink writes it and records nothing (`+"`"+metricNotRecorded+"`"+`). Processors on the child that drop messages make coverage claim them: filter before this output instead. A child that acknowledges a message its sink does not hold is refused: a `+"`fallback`"+` (a dead-letter output's acknowledgement would be the sink's coverage), `+"`drop_on`"+`, and a `+"`switch`"+` that drops what no case matches (set `+"`strict_mode: true`"+` or end with a case without a check).`).
 		Fields(
 			service.NewInterpolatedStringField("sink").Description("The sink's name in coverage (`raw` for raw).").Examples("raw", "lake", `${! meta("sink") }`),
 			service.NewInterpolatedStringField("topic").Description("The message's topic.").Example(`${! meta("kafka_topic") }`),
 			service.NewInterpolatedStringField("partition").Description("The message's partition, 0 to 2147483647.").Example(`${! meta("kafka_partition") }`),
 			service.NewInterpolatedStringField("batch_id").Description("The message's batch id in its partition, 0 to 9223372036854775806 (a Kafka offset, a sequence number).").Example(`${! meta("kafka_offset") }`),
-			service.NewBoolField("reference").Default(false).Description("True for raw: a failed write fails the message (it is delivered again) instead of being acknowledged as a gap."),
+			service.NewBoolField("reference").Default(false).Description("True for raw: a failed write fails the message (it is delivered again) instead of being acknowledged as a gap. Required for a `sink` of `raw`."),
 			service.NewOutputField("output").Description("The sink's output: each batch is written through it, and what it acknowledges is recorded."),
 			service.NewDurationField("timeout").Default(DefaultTimeout.String()).
 				Description("How long a write to a sink other than raw may take before it counts as failed (a gap, acknowledged), so that a sink that is down or stalled never holds the stream back; `0s`: no limit. A write to raw is never cut short."),
@@ -88,6 +88,11 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	if o.reference, err = conf.FieldBool("reference"); err != nil {
 		return nil, batching, 0, err
 	}
+	if s, ok := o.sink.Static(); ok && s == coverage.RawSink && !o.reference {
+		// Acknowledging a failed write to raw would move the source on
+		// before raw holds the message.
+		return nil, batching, 0, fmt.Errorf("covmirror: sink %s without reference: true: a failed write to raw would be acknowledged and the source move on without it; give reference: true", s)
+	}
 	if o.timeout, err = conf.FieldDuration("timeout"); err != nil {
 		return nil, batching, 0, err
 	}
@@ -111,6 +116,13 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 		return nil, batching, 0, err
 	}
 	if batching, err = conf.FieldBatchPolicy("batching"); err != nil {
+		return nil, batching, 0, err
+	}
+	childConf, err := conf.FieldAny("output")
+	if err != nil {
+		return nil, batching, 0, err
+	}
+	if err := checkChild(childConf, "output"); err != nil {
 		return nil, batching, 0, err
 	}
 	if o.child, err = conf.FieldOutput("output"); err != nil {

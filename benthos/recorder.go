@@ -2,6 +2,7 @@ package benthos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/pod"
 )
 
@@ -75,8 +77,10 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 	given := opts
 	opts.Logger = logger
 	p, err := pod.Start(context.Background(), opts)
-	if err != nil {
+	if errors.Is(err, local.ErrLocked) {
 		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w (a running `covmirror serve` on the same state holds its lock: record into it with the sidecar field, or give this stream a state of its own)", opts.Tier.State, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("covmirror: starting the pod on state %s: %w", opts.Tier.State, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

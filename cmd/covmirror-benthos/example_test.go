@@ -31,10 +31,16 @@ func TestMain(m *testing.M) {
 // variables set, and returns its output and exit code.
 func command(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
+	return commandEnv(t, dir, nil, args...)
+}
+
+// commandEnv is command with env added last (BATCHES=N overrides 120).
+func commandEnv(t *testing.T, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "COVMIRROR_STATE="+filepath.Join(dir, "state"),
-		"EXAMPLE_DATA="+filepath.Join(dir, "data"), "BATCHES=120", "BENTHOS_HTTP=127.0.0.1:0", "LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1", "COVMIRROR_STATE="+filepath.Join(dir, "state"),
+		"EXAMPLE_DATA="+filepath.Join(dir, "data"), "BATCHES=120", "BENTHOS_HTTP=127.0.0.1:0", "LOG_LEVEL=warn"), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -162,5 +168,65 @@ func TestLintNamesAMisspeltField(t *testing.T) {
 	out, code := command(t, dir, "lint", conf)
 	if code == 0 || !strings.Contains(out, "sinkk") || !strings.Contains(out, "sink is required") {
 		t.Fatalf("lint of a misspelt field: exit %d\n%s", code, out)
+	}
+}
+
+// TestExampleSinkDownFromTheStart: search down for every message of the
+// example pipeline has no coverage rows at all; its gap must still be
+// found, and the replay stream must close it (the example names its
+// sinks, so the plan does not depend on a sink having rows).
+func TestExampleSinkDownFromTheStart(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(example(t, "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := strings.Replace(string(src), "max: 4) == 0", "max: 4) >= 0", 1)
+	if down == string(src) {
+		t.Fatal("pipeline.yaml: search's failing case is not where the test expects it")
+	}
+	pipeline := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(pipeline, []byte(down), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := command(t, dir, "-c", pipeline); code != 0 {
+		t.Fatalf("the pipeline: exit %d\n%s", code, out)
+	}
+	if got := held(t, dir, "search"); len(got) > 0 {
+		t.Fatalf("search holds %v: it was down for every message", got)
+	}
+	if out, code := command(t, dir, "-c", example(t, "replay.yaml")); code != 0 {
+		t.Fatalf("the replay: exit %d\n%s", code, out)
+	}
+	all := make([]uint64, 120)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	got, _ := committedAndPlan(t, dir)
+	if !slices.Equal(held(t, dir, "search"), all) || !slices.Equal(got["search"], all) {
+		t.Fatalf("after the replay search holds %v, coverage %v: its gap (every batch) was not found", held(t, dir, "search"), got["search"])
+	}
+}
+
+// TestReplayLeavesACutRawFileUnverified: a process killed between opening
+// a batch's file (truncated) and writing it leaves an empty file in raw,
+// unrecorded. The replay's verification of raw's hole must not record it
+// as held: raw holds nothing of that batch.
+func TestReplayLeavesACutRawFileUnverified(t *testing.T) {
+	dir := t.TempDir()
+	if out, code := commandEnv(t, dir, []string{"BATCHES=100"}, "-c", example(t, "pipeline.yaml")); code != 0 {
+		t.Fatalf("the pipeline: exit %d\n%s", code, out)
+	}
+	for id, body := range map[int]string{100: "", 101: `{"id":101}`} {
+		if err := os.WriteFile(filepath.Join(dir, "data", "raw", strconv.Itoa(id)+".json"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, code := command(t, dir, "-c", example(t, "replay.yaml")); code != 0 {
+		t.Fatalf("the replay: exit %d\n%s", code, out)
+	}
+	got, _ := committedAndPlan(t, dir)
+	if slices.Contains(got["raw"], 100) || !slices.Contains(got["raw"], 101) {
+		t.Fatalf("raw's coverage past 99 is %v: want 101 (its file holds the batch) and not 100 (empty, cut short)", got["raw"][min(len(got["raw"]), 100):])
 	}
 }

@@ -115,6 +115,13 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
+def _sinks(sinks):
+    """sinks as the API's query parameter: names separated by commas."""
+    if isinstance(sinks, str):
+        raise ValueError("sinks is a list of sink names, not a string")
+    return ",".join(sinks) if sinks else None  # none: serve's --sinks
+
+
 def read_token(path):
     """The bearer token in path, as serve reads its --token-file: the file
     must not be readable or writable by group or others."""
@@ -234,6 +241,9 @@ class Client:
                 if not isinstance(doc, dict) or "error" not in doc:
                     text = data[:200].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
                     doc = {"error": text + " (not an answer of the record API: does the address name the pod's serve?)"}
+                if self._token:
+                    # An address that is not the pod may echo the request back.
+                    doc = {k: v.replace(self._token, "[token]") if isinstance(v, str) else v for k, v in doc.items()}
                 # A redirect is not success either: ServeMux answers 307 for
                 # a path it would clean, and following it would address
                 # another resource.
@@ -285,19 +295,24 @@ class Client:
             return self._request("POST", path, json.dumps(list(extents)).encode())
         return self._request("GET", path)
 
-    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None):
+    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None, sinks=None):
         """The committed gaps, each with its kind (replay, or verify-reference
         for a hole in raw). extents: the source's acked extents, dicts with
         topic, partition, end and optionally start: raw's holes are looked
-        for over them too, so a lost first or last stretch is found."""
-        return self._recovery("/v1/gaps", extents, (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition)))
+        for over them too, so a lost first or last stretch is found. sinks:
+        the sinks every topic is written to, besides those with rows (a
+        sink with no rows of a topic has gaps only when named; default:
+        serve's --sinks)."""
+        return self._recovery("/v1/gaps", extents, (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition),
+                                                     ("sinks", _sinks(sinks))))
 
-    def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None):
+    def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None, sinks=None):
         """The recovery plan: tasks {sink, topic, partition, start, end, kind}.
         Verify a verify-reference task against raw and record what it holds;
         replay a replay task from raw and record it after the sink's ack;
-        checkpoint; plan again until the plan is empty."""
-        return self._recovery("/v1/plan", extents, (("reference", reference), ("max_batches", max_batches), ("max_tasks", max_tasks)))
+        checkpoint; plan again until the plan is empty. sinks: as gaps()."""
+        return self._recovery("/v1/plan", extents, (("reference", reference), ("max_batches", max_batches), ("max_tasks", max_tasks),
+                                                    ("sinks", _sinks(sinks))))
 
     def put_extents(self, extents):
         """Reports the source's acked extents; the pod keeps, per partition,

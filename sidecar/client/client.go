@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -211,7 +212,12 @@ func (c *Client) attempt(ctx context.Context, method, route, target string, body
 		if err != nil && retryableStatus(resp.StatusCode) {
 			return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
 		}
-		return answerError(route, resp.StatusCode, data)
+		e := answerError(route, resp.StatusCode, data)
+		if t := c.opts.Token; t != "" {
+			// An address that is not the pod may echo the request back.
+			e.Message, e.Rule = strings.ReplaceAll(e.Message, t, "[token]"), strings.ReplaceAll(e.Rule, t, "[token]")
+		}
+		return e
 	}
 	if out == nil {
 		out = new(json.RawMessage)

@@ -213,6 +213,56 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = _serve
 
 
+class SinksTest(unittest.TestCase):
+    def test_named_sink_without_rows_has_gaps(self):
+        """A sink with no rows of a topic (down since the start) has gaps
+        and replay tasks only when named: gaps and plan take sinks."""
+        topic = fresh_topic("sinks")
+        c = cm.Client(URL, **fast({"token_file": TOKEN_FILE}))
+        c.record([{"sink": "raw", "topic": topic, "partition": 0, "start": 0, "end": 10}])
+        c.checkpoint()
+        mine = lambda rows: [(r["sink"], r["start"], r["end"]) for r in rows if r["topic"] == topic]
+        self.assertEqual(mine(c.gaps(topic=topic)), [])
+        self.assertEqual(mine(c.gaps(topic=topic, sinks=["lake"])), [("lake", 0, 10)])
+        self.assertEqual(mine(c.plan(sinks=["lake"])), [("lake", 0, 10)])
+        c.close()
+
+
+class _Echo(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        auth = self.headers.get("Authorization", "")
+        data = (('{"error": "you sent %s", "rule": "%s"}' % (auth, auth)) if "json" in self.path else "you sent " + auth).encode()
+        self.send_response(503 if "503" in self.path else 400)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class EchoTest(unittest.TestCase):
+    def test_an_echoed_token_stays_out(self):
+        """An address that is not the pod echoes the Authorization header:
+        neither the error nor the retry log carries the token."""
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        token = "s3cr3t-t0ken-value"
+        try:
+            for kind in ("plain-400", "json-400", "plain-503", "json-503"):
+                c = cm.Client("http://127.0.0.1:%d" % srv.server_address[1], token=token, max_attempts=2, min_wait=0, max_wait=0)
+                with self.assertLogs("covmirror_client", level="DEBUG") as logs:
+                    cm._log.debug("start")
+                    with self.assertRaises(cm.CovmirrorError) as cx:
+                        c._request("GET", "/v1/gaps?kind=" + kind)
+                for text in [str(cx.exception), repr(cx.exception.body)] + logs.output:
+                    self.assertNotIn(token, text, kind)
+                c.close()
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+
 class RetryTest(unittest.TestCase):
     def setUp(self):
         self.proxy = FaultyProxy()
