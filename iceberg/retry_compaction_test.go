@@ -15,6 +15,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/faultio"
 	"github.com/covmirror/covmirror/internal/tabletest"
 )
 
@@ -143,5 +144,84 @@ func TestAppendRetryAcrossACompaction(t *testing.T) {
 				t.Errorf("a0's range is in %d rows, want 1", rows)
 			}
 		})
+	}
+}
+
+// A commit that lost to another writer fails again at each write of its
+// retry in turn (the manifest, the manifest list, the metadata file:
+// refused, or carried out and reported failed): the append lands once or
+// fails, and a failed one, appended again as may-have-landed, lands once;
+// the table never holds less than both writers' rows, nor anything else.
+func TestAppendRetryFaultAtEveryStep(t *testing.T) {
+	ctx := context.Background()
+	type variant struct {
+		op    faultio.Op
+		after bool
+	}
+	for _, v := range []variant{{faultio.Create, false}, {faultio.Write, false}, {faultio.Close, false}, {faultio.Close, true}} {
+		for n := 1; n <= 4; n++ { // a commit writes two files under metadata/ here (the catalog writes the metadata file itself)
+			t.Run(fmt.Sprintf("%s after %v nth %d", v.op, v.after, n), func(t *testing.T) {
+				dir := t.TempDir()
+				other := tabletest.EmbeddedTableIn(t, dir)
+				if err := other.Append(ctx, cp("b", "b0", 0)); err != nil {
+					t.Fatal(err)
+				}
+				props, err := iceberg.EmbeddedProps(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner, err := iceberg.OpenCatalog(ctx, "", props)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inj := faultio.New(1)
+				hc := &hookCatalog{Catalog: faultio.WrapCatalog(inner, inj)}
+				mine, err := iceberg.Open(ctx, hc, iceberg.Options{CommitTimeout: 10 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hc.before = func() {
+					if err := other.Append(ctx, cp("b", "b1", 100)); err != nil {
+						t.Error(err)
+					}
+					inj.Add(faultio.Rule{Op: v.op, Match: "/metadata/", Nth: n, AfterSuccess: v.after})
+				}
+				c := cp("a", "a0", 1000)
+				err = mine.Append(ctx, c)
+				t.Logf("append: %v; faults %v", err, inj.Events())
+				if err != nil {
+					inj.Clear()
+					c.MayHaveLanded = true
+					if err := mine.Append(ctx, c); err != nil {
+						t.Fatalf("append again as may-have-landed: %v", err)
+					}
+				}
+				got, err := other.Coverage(ctx, durable.Filter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want coverage.RangeSet
+				for _, s := range []uint64{0, 100, 1000} {
+					_ = want.Add(coverage.Range{Start: s, End: s + 10})
+				}
+				d := coverage.Destination{Sink: "lake", Topic: "t"}
+				if len(got) != 1 || got[d] == nil || got[d].String() != want.String() {
+					t.Errorf("coverage %v, want exactly %s %v", got, d, want)
+				}
+				tbl, err := other.Load(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				snaps := 0
+				for _, s := range tbl.Metadata().Snapshots() {
+					if s.Summary != nil && s.Summary.Properties[iceberg.SummaryCheckpoint] == "a0" {
+						snaps++
+					}
+				}
+				if snaps != 1 {
+					t.Errorf("a0 committed in %d snapshots, want 1", snaps)
+				}
+			})
+		}
 	}
 }
