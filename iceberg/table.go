@@ -209,10 +209,16 @@ const contendedFor = 10 * time.Minute
 // base is the metadata an append builds its first attempt on: the cache
 // while this Table has not lost a commit attempt for contendedFor (alone
 // on the table, the cache is current and saves a catalog round trip), a
-// fresh load otherwise.
+// fresh load otherwise. A fresh load that fails falls back on the cache:
+// the commit loop reloads and retries through the catalog's outage, where
+// failing here would fail the append before its first attempt.
 func (t *Table) base(ctx context.Context) (*table.Table, error) {
 	if last := t.lastConflict.Load(); last != 0 && time.Since(time.Unix(0, last)) < contendedFor {
-		return t.Load(ctx)
+		tbl, err := t.Load(ctx)
+		if err == nil {
+			return tbl, nil
+		}
+		t.opts.Logger.Debug("fresh load before a contended append failed; building on the cached metadata", "table", t.Name(), "err", err)
 	}
 	return t.recent(ctx)
 }

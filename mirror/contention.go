@@ -18,17 +18,17 @@ import (
 type coalescing struct {
 	rounds atomic.Uint64 // checkpoint rounds begun, each numbered from 1
 
-	// Guarded by syncMu.
+	// Guarded by Mirror.syncTurn.
 	lastOK  uint64            // number of the last round that succeeded
 	lastSum CheckpointSummary // what it committed
 }
 
 // joinable returns the summary of a round that began after a call that
 // saw arrived rounds begun, and succeeded while the call waited for
-// syncMu. Such a round carried everything recorded (and every position
+// syncTurn. Such a round carried everything recorded (and every position
 // buffered) before the call, so the call may report it as its own: one
-// commit for both, nothing reported done that did not land. Called with
-// syncMu held.
+// commit for both, nothing reported done that did not land. Called holding
+// syncTurn.
 func (c *coalescing) joinable(arrived uint64) (CheckpointSummary, bool) {
 	if c.lastOK <= arrived {
 		return CheckpointSummary{}, false
@@ -44,7 +44,7 @@ type conflictWatch struct {
 	total atomic.Uint64 // covmirror_checkpoint_commit_conflicts_total
 	floor time.Duration // the shortest window; zero: conflictWindowFloor (tests shorten it)
 
-	// Guarded by syncMu.
+	// Guarded by Mirror.syncTurn.
 	windowStart       time.Time
 	windowCheckpoints uint64
 	windowConflicts   uint64
@@ -76,7 +76,7 @@ const conflictWindowFloor = time.Minute
 // count was before when it began) and, once a window has passed, warns if
 // the window's conflicts per checkpoint reached the threshold, then starts
 // the next window. A round that committed nothing and failed nothing does
-// not count. Called with syncMu held.
+// not count. Called holding syncTurn.
 func (m *Mirror) noteConflicts(before uint64, sum CheckpointSummary, err error) {
 	w := &m.conflicts
 	n := m.conflictCount() - before

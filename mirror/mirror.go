@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -117,8 +116,8 @@ type Mirror struct {
 	opts  Options
 	stats stats
 
-	syncMu    sync.Mutex        // one checkpoint at a time
-	inFlight  *local.Checkpoint // begun and not resolved; guarded by syncMu
+	syncTurn  chan struct{}     // holds a token while a checkpoint runs: one at a time
+	inFlight  *local.Checkpoint // begun and not resolved; guarded by syncTurn
 	coalesce  coalescing        // checkpoints that arrive while one runs join the next
 	conflicts conflictWatch     // the durable tier's commit conflicts per checkpoint
 
@@ -133,7 +132,7 @@ func New(opts Options) (*Mirror, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Mirror{opts: opts}, nil
+	return &Mirror{opts: opts, syncTurn: make(chan struct{}, 1)}, nil
 }
 
 // Record records r for d in the local tier. Call it only after the sink's
@@ -215,10 +214,20 @@ type CheckpointSummary struct {
 // the first to run after it commits for all of them (everything pending,
 // theirs included), and the others return its summary, marked Joined.
 // A call is never reported done by a checkpoint that began before it.
+// A call whose ctx ends while it waits returns ctx's error at once: it
+// committed nothing, and what it recorded stays pending.
 func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 	arrived := m.coalesce.rounds.Load()
-	m.syncMu.Lock()
-	defer m.syncMu.Unlock()
+	// Waiting ends with ctx: the checkpoint running can take CommitTimeout
+	// and more on a contended table, and a caller gone (an HTTP client, a
+	// shutdown's deadline) must not stay parked behind it.
+	select {
+	case m.syncTurn <- struct{}{}:
+	case <-ctx.Done():
+		return CheckpointSummary{}, fmt.Errorf("mirror: checkpoint of %s into %s: waiting for the checkpoint running: %w; what is pending stays pending",
+			m.opts.Local.Dir(), m.opts.Durable.Name(), ctx.Err())
+	}
+	defer func() { <-m.syncTurn }()
 	if sum, ok := m.coalesce.joinable(arrived); ok {
 		m.stats.joined.Add(1)
 		return sum, nil

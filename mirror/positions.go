@@ -99,7 +99,7 @@ func permanent(err error) bool {
 // store can (coverage.PositionBatcher: one write per source, not one per
 // partition); each one that fails goes back into the buffer (unless a
 // newer one arrived meanwhile), and the failures are returned together.
-// Called with syncMu held.
+// Called holding syncTurn.
 func (m *Mirror) flushPositions(ctx context.Context) (int, error) {
 	if m.opts.Positions == nil {
 		return 0, nil
@@ -140,7 +140,7 @@ type positionCheckpointer interface {
 // appendCheckpoint appends c, with the buffered positions in the same transaction
 // when the position store can (a leftover found landed still commits
 // them); on failure the positions go back into the buffer, unless a newer
-// one arrived meanwhile. Called with syncMu held.
+// one arrived meanwhile. Called holding syncTurn.
 func (m *Mirror) appendCheckpoint(ctx context.Context, c durable.Checkpoint, sum *CheckpointSummary) error {
 	pc, ok := m.opts.Positions.(positionCheckpointer)
 	if !ok || !pc.SharesTier(m.opts.Durable) {
