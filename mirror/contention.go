@@ -41,8 +41,9 @@ func (c *coalescing) joinable(arrived uint64) (CheckpointSummary, bool) {
 // conflictWatch counts the durable tier's commit conflicts per checkpoint
 // and warns at the end of a window when they passed the threshold in it.
 type conflictWatch struct {
-	total atomic.Uint64 // covmirror_checkpoint_commit_conflicts_total
-	floor time.Duration // the shortest window; zero: conflictWindowFloor (tests shorten it)
+	total atomic.Uint64    // covmirror_checkpoint_commit_conflicts_total
+	floor time.Duration    // the shortest window; zero: conflictWindowFloor (tests shorten it)
+	now   func() time.Time // zero: time.Now (tests step a clock of their own)
 
 	// Guarded by Mirror.syncTurn.
 	windowStart       time.Time
@@ -85,6 +86,9 @@ func (m *Mirror) noteConflicts(before uint64, sum CheckpointSummary, err error) 
 		return
 	}
 	now := time.Now()
+	if w.now != nil {
+		now = w.now()
+	}
 	if w.windowStart.IsZero() {
 		w.windowStart = now
 	}
