@@ -48,7 +48,7 @@ func TestBodyReadFailures(t *testing.T) {
 	if st := localState(t, p.local); len(st) != 0 {
 		t.Errorf("a body that failed recorded %v", st)
 	}
-	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 || a.body["positions"] != float64(0) {
+	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 || a.body["positions"] != float64(0) || a.body["joined"] != false {
 		t.Errorf("a PUT that failed buffered a position: %d %s", a.code, a.raw)
 	}
 }

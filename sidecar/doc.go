@@ -5,7 +5,7 @@
 // holds the local tier's lock.
 //
 //	POST /v1/records              JSON array or NDJSON of {"sink","topic","partition","start","end"}
-//	POST /v1/checkpoint           Mirror.Checkpoint now: {"checkpoints","batches","destinations","positions","duration_seconds"}
+//	POST /v1/checkpoint           Mirror.Checkpoint now: {"checkpoints","batches","destinations","positions","duration_seconds","joined"}
 //	GET  /v1/gaps                 ?reference=&sink=&topic=&partition=: committed gaps, as `covmirror gaps --json`
 //	                              (+ &acked_end=N[&acked_start=S] with topic and partition: that partition's extent)
 //	POST /v1/gaps                 the same, with a JSON array of extents [{"topic","partition","start","end"}] as the body

@@ -22,6 +22,10 @@ type checkpointResult struct {
 	Destinations    int     `json:"destinations"`
 	Positions       int     `json:"positions"`
 	DurationSeconds float64 `json:"duration_seconds"`
+	// Joined: the request committed nothing of its own; a checkpoint that
+	// began after it arrived carried its records, and the figures are that
+	// checkpoint's (mirror.CheckpointSummary.Joined).
+	Joined bool `json:"joined"`
 }
 
 // checkpoint is POST /v1/checkpoint: Mirror.Checkpoint now.
@@ -35,7 +39,7 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, checkpointResult{Checkpoints: sum.Checkpoints, Batches: sum.Batches,
-		Destinations: sum.Destinations, Positions: sum.Positions, DurationSeconds: sum.Duration.Seconds()})
+		Destinations: sum.Destinations, Positions: sum.Positions, DurationSeconds: sum.Duration.Seconds(), Joined: sum.Joined})
 }
 
 // query parses the query string, answering 400 for a parameter given

@@ -25,6 +25,10 @@ type CheckpointResult struct {
 	Destinations int
 	Positions    int
 	Duration     time.Duration
+	// Joined: this call committed nothing of its own; a checkpoint that
+	// began after it arrived carried its records, and the figures are that
+	// checkpoint's.
+	Joined bool
 }
 
 // Checkpoint checkpoints the pod's local tier into the durable tier now.
@@ -37,12 +41,13 @@ func (c *Client) Checkpoint(ctx context.Context) (CheckpointResult, error) {
 		Destinations    int     `json:"destinations"`
 		Positions       int     `json:"positions"`
 		DurationSeconds float64 `json:"duration_seconds"`
+		Joined          bool    `json:"joined"`
 	}
 	if err := c.call(ctx, http.MethodPost, "/v1/checkpoint", nil, []byte{}, &ans, nil); err != nil {
 		return CheckpointResult{}, err
 	}
 	return CheckpointResult{Checkpoints: ans.Checkpoints, Batches: ans.Batches, Destinations: ans.Destinations,
-		Positions: ans.Positions, Duration: time.Duration(ans.DurationSeconds * float64(time.Second))}, nil
+		Positions: ans.Positions, Duration: time.Duration(ans.DurationSeconds * float64(time.Second)), Joined: ans.Joined}, nil
 }
 
 // Kind is a gap's or a task's kind.
