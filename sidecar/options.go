@@ -10,6 +10,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/token"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 )
@@ -92,7 +93,7 @@ type Options struct {
 }
 
 // MinTokenLength is the shortest Options.Token accepted.
-const MinTokenLength = 16
+const MinTokenLength = token.MinLength
 
 // DefaultMaxBodyBytes is Options.MaxBodyBytes' zero value: 8 MiB.
 const DefaultMaxBodyBytes = 8 << 20

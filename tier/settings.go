@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/postgres"
 )
 
@@ -20,7 +21,7 @@ const (
 
 // DefaultState is Settings.State's default: a directory beside the
 // working directory.
-const DefaultState = "./covmirror-data"
+const DefaultState = lite.DefaultState
 
 // CheckStoreWriters is how many concurrent conditional writes Open races
 // on one version before a writer uses an S3 store.
@@ -144,7 +145,7 @@ func (s *Settings) Noun() string {
 }
 
 // LocalDir is the local tier's directory under State.
-func (s *Settings) LocalDir() string { return filepath.Join(s.state(), "local") }
+func (s *Settings) LocalDir() string { return lite.LocalDir(s.state()) }
 
 func (s *Settings) state() string {
 	if s.State == "" {

@@ -76,3 +76,8 @@ func pendingBatches(ctx context.Context, store *local.Store) (*big.Int, error) {
 	}
 	return sum, nil
 }
+
+// openLocal opens the local tier under --state.
+func (g *globals) openLocal() (*local.Store, error) {
+	return local.Open(local.Options{Dir: g.tier.LocalDir(), Logger: g.logger})
+}

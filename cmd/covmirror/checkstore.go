@@ -19,7 +19,7 @@ func runCheckStore(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *writers < 2 {
-		return usageError{errors.New("check-store: --writers must be at least 2")}
+		return usageError{Err: errors.New("check-store: --writers must be at least 2")}
 	}
 	b, err := tier.OpenBlobs(ctx, g.tier)
 	if err != nil {

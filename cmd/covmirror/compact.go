@@ -29,14 +29,14 @@ func runCompact(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *every < 0 || *jitter < 0 || *retain < 0 || *expireOlder < 0 {
-		return usageError{errors.New("compact: durations, --jitter and --retain must not be negative")}
+		return usageError{Err: errors.New("compact: durations, --jitter and --retain must not be negative")}
 	}
 	maintain := compaction.MaintainOptions{Expire: durable.ExpireOptions{OlderThan: *expireOlder, RetainLast: *retain},
 		OrphanOlderThan: *orphanOlder, DryRun: *dryRun}
 	maintain.EnsureDefaults()
 	if err := maintain.Validate(); err != nil {
 		// Negative values were refused above: only the orphan age is left.
-		return usageError{fmt.Errorf("compact: --orphan-older-than: %w", err)}
+		return usageError{Err: fmt.Errorf("compact: --orphan-older-than: %w", err)}
 	}
 	table, err := tier.OpenTable(ctx, g.tier)
 	if err != nil {

@@ -18,10 +18,10 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *batches < demo.MinBatches {
-		return usageError{fmt.Errorf("demo: --batches must be at least %d", demo.MinBatches)}
+		return usageError{Err: fmt.Errorf("demo: --batches must be at least %d", demo.MinBatches)}
 	}
 	if err := tier.ParseKind(*kind); err != nil {
-		return usageError{fmt.Errorf("demo: %w", err)}
+		return usageError{Err: fmt.Errorf("demo: %w", err)}
 	}
 	ts := g.tier
 	ts.Kind = *kind

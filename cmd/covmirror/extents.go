@@ -56,7 +56,7 @@ func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Ex
 	}
 	es, err := coverage.ParseExtentsStarting(r, g.starts)
 	if errors.Is(err, coverage.ErrInvalidExtent) {
-		return nil, usageError{fmt.Errorf("%s: --acked-ends %s: %w", command, path, err)}
+		return nil, usageError{Err: fmt.Errorf("%s: --acked-ends %s: %w", command, path, err)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: --acked-ends %s: %w: check the file or pipe and run again", command, path, err)

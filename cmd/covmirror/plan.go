@@ -27,10 +27,10 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *maxBatches == 0 {
-		return usageError{fmt.Errorf("plan: --max-batches must be positive")}
+		return usageError{Err: fmt.Errorf("plan: --max-batches must be positive")}
 	}
 	if *maxTasks <= 0 {
-		return usageError{fmt.Errorf("plan: --max-tasks must be positive")}
+		return usageError{Err: fmt.Errorf("plan: --max-tasks must be positive")}
 	}
 	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {

@@ -61,30 +61,30 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if name == "" && fs.NArg() == 1 {
 		name = fs.Arg(0)
 	} else if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("query: unexpected arguments %q", fs.Args())}
+		return usageError{Err: fmt.Errorf("query: unexpected arguments %q", fs.Args())}
 	}
 	if name == "" {
 		fs.Usage()
-		return usageError{fmt.Errorf("query: name a query: %s", strings.Join(queries.Names(), ", "))}
+		return usageError{Err: fmt.Errorf("query: name a query: %s", strings.Join(queries.Names(), ", "))}
 	}
 	if *asJSON && *asCSV {
-		return usageError{fmt.Errorf("query: --json and --csv exclude each other")}
+		return usageError{Err: fmt.Errorf("query: --json and --csv exclude each other")}
 	}
 	if *from != fromPrimary && *from != fromTable {
-		return usageError{fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
+		return usageError{Err: fmt.Errorf("query: --from %q: use %s or %s", *from, fromPrimary, fromTable)}
 	}
 	readsPrimary := !g.tier.TableIsPrimary() && *from == fromPrimary
 	if readsPrimary && *binding != "" {
-		return usageError{fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.tier.Kind)}
+		return usageError{Err: fmt.Errorf("query: --binding %s binds the coverage table's files; with --durable %s the primary is not the table: add --from table to query the table", *binding, g.tier.Kind)}
 	}
 	if *dialect != dialectDuckDB && *dialect != dialectPostgres {
-		return usageError{fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
+		return usageError{Err: fmt.Errorf("query: --dialect %q: use %s or %s", *dialect, dialectDuckDB, dialectPostgres)}
 	}
 	if acked.set && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
-		return usageError{fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
+		return usageError{Err: fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
 	if len(*sinks) > 0 && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
-		return usageError{fmt.Errorf("query: --sinks applies to %s, which plan the named sinks' gaps; %s does not", strings.Join(extentQueries, ", "), name)}
+		return usageError{Err: fmt.Errorf("query: --sinks applies to %s, which plan the named sinks' gaps; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
 	extents, err := g.readExtents("query", *acked)
 	if err != nil {
@@ -92,18 +92,18 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	}
 	if *dialect == dialectPostgres {
 		if !*printSQL {
-			return usageError{errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
+			return usageError{Err: errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
 		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks})
 		if err != nil {
-			return usageError{fmt.Errorf("query: %w", err)}
+			return usageError{Err: fmt.Errorf("query: %w", err)}
 		}
 		_, err = fmt.Fprint(g.stdout, text)
 		return err
 	}
 	text, err := queries.Text(name)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	if *printSQL {
 		_, err := fmt.Fprint(g.stdout, text)

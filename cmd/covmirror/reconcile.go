@@ -42,7 +42,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		err = errors.New("reconcile: no checker is configured: give reconcile.SINK.kind and its keys in the configuration file (--config)")
 	}
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {
@@ -57,12 +57,12 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	}
 	checkers, err := reconcile.Build(cfgs, build)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	defer checkers.Close()
 	sinks, err := reconcile.Selected(opts.Sinks, checkers.Checkers) // before a schedule starts
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	job.Tier, job.Checkers, job.Options, job.Metrics = primary, checkers.Checkers, opts, reconcile.NewMetrics(*every, sinks)
 	if *asJSON {

@@ -21,10 +21,10 @@ func runReplicate(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *every < 0 {
-		return usageError{errors.New("replicate: --every must not be negative")}
+		return usageError{Err: errors.New("replicate: --every must not be negative")}
 	}
 	if g.tier.TableIsPrimary() {
-		return usageError{errors.New("replicate: the coverage table is the primary (--durable iceberg): there is nothing to replicate; replicate copies a --durable object or postgres primary into the table")}
+		return usageError{Err: errors.New("replicate: the coverage table is the primary (--durable iceberg): there is nothing to replicate; replicate copies a --durable object or postgres primary into the table")}
 	}
 	primary, closer, err := tier.Open(ctx, g.tier, false)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/lazysubstrait"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
 	"github.com/covmirror/covmirror/reconcile"
 	"github.com/covmirror/covmirror/sidecar"
@@ -22,21 +23,17 @@ import (
 )
 
 // usageError is a mistake in the command line: exit status 2.
-type usageError struct{ error }
+type usageError = lite.UsageError
 
 // errHelp is returned after --help printed the usage: exit status 0.
-var errHelp = errors.New("help requested")
+var errHelp = lite.ErrHelp
 
 func exitCode(err error) int {
-	var u usageError
 	var se *tier.SettingsError
-	switch {
-	case err == nil, errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &u), errors.As(err, &se), errors.Is(err, sidecar.ErrNotLoopback), errors.Is(err, reconcile.ErrNoChecker):
+	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, reconcile.ErrNoChecker) {
 		return 2
 	}
-	return 1
+	return lite.ExitCode(err)
 }
 
 // command is one subcommand: its one-line summary and its run function,
@@ -52,16 +49,16 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"record":      {"record a range a sink has acknowledged into the local tier", runRecord},
+		"record":      {lite.Summaries["record"], runRecord},
 		"checkpoint":  {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
-		"inspect":     {"show the local tier's diagnostics (offline, or --url of a running pod)", runInspect},
+		"inspect":     {lite.Summaries["inspect"], runInspect},
 		"gaps":        {"list committed gaps of every sink against the reference (raw)", runGaps},
 		"query":       {"run a canned DuckDB query (coverage, gaps, summary, lag, files) on the table", runQuery},
 		"plan":        {"print the recovery plan: replay tasks from committed coverage", runPlan},
 		"compact":     {"rewrite the coverage table's small files, set-equal", runCompact},
 		"demo":        {"run the whole system once on embedded defaults and explain each step", runDemo},
 		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
-		"version":     {"print the version", runVersion},
+		"version":     {lite.Summaries["version"], runVersion},
 		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
 		"reconcile":   {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
 		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
@@ -70,7 +67,8 @@ func init() {
 
 // readsNoTable are the commands that never read an Iceberg table, and so
 // start without Substrait's definitions (internal/lazysubstrait): a
-// pipeline may run them once per batch.
+// pipeline may run them once per batch (covmirror-lite, the same commands
+// in a small binary, starts faster still).
 var readsNoTable = map[string]bool{"version": true, "record": true, "inspect": true}
 
 // aliases are commands' former names, still accepted.
@@ -116,7 +114,7 @@ func run(ctx context.Context, g *globals, args []string) error {
 	if errors.As(err, &readErr) {
 		return err
 	} else if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	g.set = settings.New(table, file)
 	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
@@ -129,11 +127,11 @@ func run(ctx context.Context, g *globals, args []string) error {
 	}
 	g.tier = tierSettings(g.set)
 	if err := errors.Join(g.set.Err(), tier.ParseKind(g.tier.Kind)); err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	logger, err := settings.NewLogger(stderr, g.set.String("log.level"), g.set.String("log.format"))
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	g.logger, g.tier.Logger = logger, logger
 	g.starts = map[string]uint64{}
@@ -142,7 +140,7 @@ func run(ctx context.Context, g *globals, args []string) error {
 	}
 	if fs.NArg() == 0 {
 		usage(stderr, fs)
-		return usageError{errors.New("no command given")}
+		return usageError{Err: errors.New("no command given")}
 	}
 	name := fs.Arg(0)
 	if name == "help" {
@@ -154,7 +152,7 @@ func run(ctx context.Context, g *globals, args []string) error {
 		cmd, ok = commands[name]
 	}
 	if !ok {
-		return usageError{fmt.Errorf("unknown command %q (try covmirror --help)", name)}
+		return usageError{Err: fmt.Errorf("unknown command %q (try covmirror --help)", name)}
 	}
 	if !readsNoTable[name] {
 		if err := lazysubstrait.Load(); err != nil {
@@ -184,45 +182,22 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error.")
 }
 
-// subFlags is a subcommand's flag set, printing its usage on --help.
-func subFlags(g *globals, name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(g.stderr)
-	if g.set != nil {
-		g.set.Register(fs, name)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(g.stderr, "usage: covmirror %s %s\n\n%s\n\nflags:\n", name, args, commands[name].summary)
-		fs.PrintDefaults()
-	}
-	return fs
+// shell is the command line as the commands shared with covmirror-lite
+// see it.
+func (g *globals) shell() *lite.Shell {
+	return &lite.Shell{Prog: "covmirror", Table: table, Set: g.set, Stdout: g.stdout, Stderr: g.stderr, Logger: g.logger,
+		Summary: func(name string) string { return commands[name].summary }}
 }
+
+// subFlags is a subcommand's flag set, printing its usage on --help.
+func subFlags(g *globals, name, args string) *flag.FlagSet { return g.shell().Flags(name, args) }
 
 // parse parses a subcommand's flags, mapping errors to exit statuses.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())}
-	}
-	return nil
-}
+func parse(fs *flag.FlagSet, args []string) error { return lite.Parse(fs, args, "covmirror", table) }
 
 // parseFlags is parse for a subcommand that takes arguments besides flags.
-// Parsing is silent, --help prints the usage, and a mistake is returned
-// once, with a pointer to --help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	err := settings.Parse(fs, args, func(name string) bool { return settings.Repeatable(table, name) })
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, flag.ErrHelp):
-		return errHelp
-	case fs.Name() == "covmirror": // the global flags
-		return usageError{fmt.Errorf("%w (covmirror --help lists the flags)", err)}
-	}
-	return usageError{fmt.Errorf("%s: %w (covmirror %[1]s --help lists the flags)", fs.Name(), err)}
+	return lite.ParseFlags(fs, args, "covmirror", table)
 }
 
 // partitionFlag is an optional partition: a non-negative 32-bit integer,

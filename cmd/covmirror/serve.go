@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/pod"
-	"github.com/covmirror/covmirror/sidecar"
 )
 
 // runServe parses serve's settings and runs the pod (package pod) until
@@ -19,19 +18,19 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if err := g.set.Err(); err != nil {
-		return usageError{fmt.Errorf("serve: %w", err)}
+		return usageError{Err: fmt.Errorf("serve: %w", err)}
 	}
 	set := g.set
 	interval, maxBody, every := set.Duration("interval"), set.Int64("max-body"), set.Duration("replicate-every")
 	if interval <= 0 || maxBody <= 0 || every < 0 {
-		return usageError{errors.New("serve: --interval and --max-body must be positive, --replicate-every not negative")}
+		return usageError{Err: errors.New("serve: --interval and --max-body must be positive, --replicate-every not negative")}
 	}
 	if every == 0 {
 		every = pod.Never
 	}
 	sources, err := coverage.ParseSources(set.Map("source"))
 	if err != nil {
-		return usageError{fmt.Errorf("serve: %w", err)}
+		return usageError{Err: fmt.Errorf("serve: %w", err)}
 	}
 	opts := pod.Options{Tier: g.tier, Addr: set.String("addr"), Socket: set.String("socket"), Interval: interval, MaxBodyBytes: maxBody,
 		ReplicateEvery: every, Sources: sources, Sinks: set.List("sinks"), Starts: g.starts, AllowedHosts: set.List("allow-hosts"),
@@ -58,24 +57,4 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 }
 
 // readToken reads a token file; an unusable one is a usage error.
-func readToken(path string) (string, error) {
-	tok, err := sidecar.ReadTokenFile(path)
-	if err != nil {
-		return "", usageError{fmt.Errorf("--token-file: %w", err)}
-	}
-	return tok, nil
-}
-
-// authorize adds the token of --token-file, if any, to a request to a
-// running pod.
-func authorize(req *http.Request, tokenFile string) error {
-	if tokenFile == "" {
-		return nil
-	}
-	tok, err := readToken(tokenFile)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	return nil
-}
+func readToken(path string) (string, error) { return lite.ReadToken(path) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/pod"
@@ -33,7 +34,7 @@ var table = func() []settings.Setting {
 	host, _ := os.Hostname()
 	serve := []string{"serve"}
 	return []settings.Setting{
-		{Key: "state", NonEmpty: true, Default: tier.DefaultState, Usage: "state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured"},
+		lite.State,
 		{Key: "catalog", Flag: "catalog-prop", Env: "COVMIRROR_CATALOG_PROPS", Kind: settings.Map, Entry: "PROPERTY", Add: addProp,
 			Usage: "iceberg-go catalog property key=value, repeatable; none: the embedded SQLite catalog under --state"},
 		{Key: "namespace", NonEmpty: true, Default: iceberg.DefaultNamespace, Usage: "namespace of the coverage table"},
@@ -49,8 +50,8 @@ var table = func() []settings.Setting {
 		{Key: "object.unsafe-store", Kind: settings.Bool, Usage: "write to an S3 store without running check-store on it first: only for a store known to honour If-Match"},
 		{Key: "start", Flag: "stream-start", Env: "COVMIRROR_STREAM_STARTS", Kind: settings.Map, Entry: "TOPIC", Add: addStart,
 			Usage: "TOPIC=N: the first batch id of TOPIC's stream where it is not 0, repeatable: a source extent without a start (--acked-ends, the API's extents) takes its topic's"},
-		{Key: "log.level", Default: "info", Usage: "log level on stderr: debug, info, warn or error"},
-		{Key: "log.format", Default: "text", Usage: "log format on stderr: text or json"},
+		lite.LogLevel,
+		lite.LogFormat,
 
 		{Key: "token-file", Commands: []string{"serve", "inspect", "reconcile"}, Usage: "a file holding the bearer token (mode 0600 or narrower): serve requires it as Authorization: Bearer TOKEN on every request over TCP but the map's page (and for an --addr other hosts can reach), reconcile on /metrics; inspect --url sends it"},
 		{Key: reconcile.ConfigPrefix, Flag: "checker", Env: "-", Commands: []string{"reconcile"}, Kind: settings.Map, Entry: "SINK.KEY", Add: reconcile.AddConfigEntry,

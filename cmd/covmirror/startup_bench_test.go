@@ -25,10 +25,11 @@ const (
 	startupRSSGoal = 40 << 20
 )
 
-// BenchmarkStartup builds covmirror and, as the baseline, a Go program that
-// only prints, in the same run; then runs `covmirror version`, `record`
-// and `inspect` (on a fresh state directory) and the baseline, each
-// b.N times, and reports the median CPU (user and system) and the largest
+// BenchmarkStartup builds covmirror, covmirror-lite (the same commands in a
+// binary that links only the local tier) and, as the baseline, a Go
+// program that only prints, in the same run; then runs each binary's
+// `version`, `record` and `inspect` (on a fresh state directory) and the
+// baseline, each b.N times, and reports the median CPU (user and system) and the largest
 // peak RSS of each, beside the baseline's and the ratio. Each series runs
 // twice: on the binaries as the linker left them in the page cache, and
 // read back from disk (their cached pages dropped first), since a freshly
@@ -37,42 +38,50 @@ const (
 //
 //	go test ./cmd/covmirror -run '^$' -bench Startup -benchtime 20x
 func BenchmarkStartup(b *testing.B) {
-	bin, hello := startupBinaries(b)
+	bins, hello := startupBinaries(b)
 	state := filepath.Join(b.TempDir(), "state")
 	for _, form := range []struct {
 		name  string
 		evict bool
 	}{{"as-linked", false}, {"from-disk", true}} {
 		if form.evict {
-			evict(b, bin)
+			for _, bin := range bins {
+				evict(b, bin.path)
+			}
 			evict(b, hello)
 		}
 		base := measure(b, b.N, hello)
-		for _, c := range []struct {
-			name string
-			args []string
-		}{
-			{"version", []string{"version"}},
-			{"record", []string{"--state", state, "record", "--sink", "lake", "--topic", "orders", "--partition", "0", "--range", "0:1"}},
-			{"inspect", []string{"--state", state, "inspect"}},
-		} {
-			got := measure(b, b.N, bin, c.args...)
-			b.Logf("%-9s %-7s CPU median %5.1f ms (hello %3.1f ms, ratio %4.1f; goal <= %s: %s)  peak RSS %5.1f MiB (hello %3.1f MiB, ratio %4.1f; goal <= %d MiB: %s)",
-				form.name, c.name, ms(got.cpu), ms(base.cpu), ratio(got.cpu, base.cpu), startupCPUGoal, met(got.cpu <= startupCPUGoal),
-				mib(got.rss), mib(base.rss), float64(got.rss)/float64(base.rss), startupRSSGoal>>20, met(got.rss <= startupRSSGoal))
-			b.ReportMetric(ms(got.cpu), form.name+"-"+c.name+"-cpu-ms")
-			b.ReportMetric(mib(got.rss), form.name+"-"+c.name+"-rss-MiB")
+		for _, bin := range bins {
+			for _, c := range []struct {
+				name string
+				args []string
+			}{
+				{"version", []string{"version"}},
+				{"record", []string{"--state", state, "record", "--sink", "lake", "--topic", "orders", "--partition", "0", "--range", "0:1"}},
+				{"inspect", []string{"--state", state, "inspect"}},
+			} {
+				got := measure(b, b.N, bin.path, c.args...)
+				b.Logf("%-9s %-14s %-7s CPU median %5.1f ms (hello %3.1f ms, ratio %4.1f; goal <= %s: %s)  peak RSS %5.1f MiB (hello %3.1f MiB, ratio %4.1f; goal <= %d MiB: %s)",
+					form.name, bin.name, c.name, ms(got.cpu), ms(base.cpu), ratio(got.cpu, base.cpu), startupCPUGoal, met(got.cpu <= startupCPUGoal),
+					mib(got.rss), mib(base.rss), float64(got.rss)/float64(base.rss), startupRSSGoal>>20, met(got.rss <= startupRSSGoal))
+				b.ReportMetric(ms(got.cpu), form.name+"-"+bin.name+"-"+c.name+"-cpu-ms")
+				b.ReportMetric(mib(got.rss), form.name+"-"+bin.name+"-"+c.name+"-rss-MiB")
+			}
 		}
 		b.ReportMetric(ms(base.cpu), form.name+"-hello-cpu-ms")
 		b.ReportMetric(mib(base.rss), form.name+"-hello-rss-MiB")
 	}
 }
 
+// startupBin is one of the binaries BenchmarkStartup measures.
+type startupBin struct{ name, path string }
+
 var (
-	startupOnce          sync.Once
-	startupDir           string // removed by TestMain
-	startupBin, helloBin string
-	startupErr           error
+	startupOnce sync.Once
+	startupDir  string // removed by TestMain
+	startupBins []startupBin
+	helloBin    string
+	startupErr  error
 )
 
 // TestMain removes what BenchmarkStartup built.
@@ -84,10 +93,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startupBinaries builds covmirror and the baseline once per test binary
-// (the benchmark runs with b.N = 1 first), into a directory TestMain
-// removes.
-func startupBinaries(b *testing.B) (string, string) {
+// startupBinaries builds covmirror, covmirror-lite and the baseline once
+// per test binary (the benchmark runs with b.N = 1 first), into a
+// directory TestMain removes.
+func startupBinaries(b *testing.B) ([]startupBin, string) {
 	startupOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "covmirror-startup-")
 		if err != nil {
@@ -95,10 +104,15 @@ func startupBinaries(b *testing.B) (string, string) {
 			return
 		}
 		startupDir = dir
-		startupBin, helloBin = filepath.Join(dir, "covmirror"), filepath.Join(dir, "hello")
-		if out, err := exec.Command("go", "build", "-o", startupBin, ".").CombinedOutput(); err != nil {
-			startupErr = fmt.Errorf("go build: %w\n%s", err, out)
-			return
+		helloBin = filepath.Join(dir, "hello")
+		for _, pkg := range []string{".", "../covmirror-lite"} {
+			bin := startupBin{name: filepath.Base(filepath.Join("cmd/covmirror", pkg))}
+			bin.path = filepath.Join(dir, bin.name)
+			if out, err := exec.Command("go", "build", "-o", bin.path, pkg).CombinedOutput(); err != nil {
+				startupErr = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+				return
+			}
+			startupBins = append(startupBins, bin)
 		}
 		src := filepath.Join(dir, "hello-src")
 		if err := os.MkdirAll(src, 0o755); err != nil {
@@ -120,7 +134,7 @@ func startupBinaries(b *testing.B) (string, string) {
 	if startupErr != nil {
 		b.Fatal(startupErr)
 	}
-	return startupBin, helloBin
+	return startupBins, helloBin
 }
 
 // evict drops path's pages from the page cache, so that the next run reads

@@ -2,26 +2,24 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
+
+	"github.com/covmirror/covmirror/internal/lite"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without
 // it the module version from the build info is used.
 var version = ""
 
+// The commands covmirror-lite runs too, from one implementation.
+
+func runRecord(ctx context.Context, g *globals, args []string) error {
+	return lite.Record(ctx, g.shell(), g.tier.LocalDir(), args)
+}
+
+func runInspect(ctx context.Context, g *globals, args []string) error {
+	return lite.Inspect(ctx, g.shell(), g.tier.LocalDir(), args)
+}
+
 func runVersion(_ context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "version", "")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	v := version
-	if v == "" {
-		v = "(devel)"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-			v = info.Main.Version
-		}
-	}
-	fmt.Fprintln(g.stdout, "covmirror", v)
-	return nil
+	return lite.Version(g.shell(), version, args)
 }

@@ -189,6 +189,21 @@ func TestClientLinksNoPod(t *testing.T) {
 		"github.com/cockroachdb/pebble", "github.com/apache/iceberg-go", "github.com/duckdb")
 }
 
+// TestLiteLinksOnlyTheLocalTier: covmirror-lite exists to start fast
+// (BenchmarkStartup), so it and internal/lite link the model, the local
+// tier and the settings plumbing, and nothing of the durable tier, the pod
+// or their engines, whose package inits cost what it saves.
+func TestLiteLinksOnlyTheLocalTier(t *testing.T) {
+	only(t, "internal/lite", "coverage", "local", "internal/settings", "internal/token")
+	only(t, "cmd/covmirror-lite", "internal/lite", "internal/settings")
+	for _, p := range []string{"internal/lite", "cmd/covmirror-lite"} {
+		never(t, p, "the small binary links only the local tier",
+			"sidecar", "durable", "mirror", "iceberg", "object", "postgres", "tier", "pod", "internal/lazysubstrait",
+			"github.com/apache/iceberg-go", "github.com/apache/arrow-go", "github.com/duckdb", "github.com/aws",
+			"github.com/jackc/pgx", "modernc.org/sqlite")
+	}
+}
+
 // TestQueriesLinkNoPebble: every query links the queries package, which
 // has no use for the pod-local tier's storage engine.
 func TestQueriesLinkNoPebble(t *testing.T) {

@@ -33,6 +33,13 @@ func (e *ReadError) Unwrap() error { return e.Err }
 // table: an unknown key, a key given twice and a Map entry its Add refuses
 // are mistakes naming the line.
 func Load(path string, table []Setting) (*File, error) {
+	return LoadShared(path, table, nil)
+}
+
+// LoadShared is Load for a file another binary reads too: a key of others
+// (a scalar's key, or "KEY.*" for a Map's entries) is that binary's and is
+// skipped, still once only; any other key unknown to table is a mistake.
+func LoadShared(path string, table []Setting, others []string) (*File, error) {
 	f := &File{path: path, values: map[string]string{}, maps: map[string]map[string]string{}, lines: map[string]int{}}
 	if path == "" {
 		return f, nil
@@ -56,6 +63,14 @@ func Load(path string, table []Setting) (*File, error) {
 				scalars[key] = true
 				known = append(known, key)
 			}
+		}
+	}
+	foreign, foreignMaps := map[string]bool{}, map[string]bool{}
+	for _, k := range others {
+		if prefix, ok := strings.CutSuffix(k, ".*"); ok {
+			foreignMaps[prefix] = true
+		} else {
+			foreign[k] = true
 		}
 	}
 	var entries []string
@@ -91,6 +106,8 @@ func Load(path string, table []Setting) (*File, error) {
 			}
 		case scalars[k]:
 			f.values[k] = v
+		case foreign[k], dotted && name != "" && foreignMaps[prefix]:
+			// the other binary's: it checks the value
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s, and %s", path, n, k, strings.Join(known, ", "), strings.Join(entries, ", "))
 		}

@@ -1,46 +1,44 @@
-package main
+package lite
 
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/local"
 )
 
-// openLocal opens the local tier under --state.
-func (g *globals) openLocal() (*local.Store, error) {
-	return local.Open(local.Options{Dir: g.tier.LocalDir(), Logger: g.logger})
-}
-
-func runRecord(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "record", "--sink S --topic T --partition P --range START:END")
+// Record runs record: one range a sink has acknowledged, into the local
+// tier under localDir.
+func Record(ctx context.Context, sh *Shell, localDir string, args []string) error {
+	fs := sh.Flags("record", "--sink S --topic T --partition P --range START:END")
 	// Each flag once (parse refuses a second value): a second --range or
 	// --sink would record what the caller did not mean.
 	sink := fs.String("sink", "", "the sink that acknowledged the write (required)")
 	topic := fs.String("topic", "", "the topic (required)")
 	partition := fs.String("partition", "0", "the partition")
 	rangeText := fs.String("range", "", "half-open batch range START:END, e.g. 1:6 for batches 1 to 5 (required; once: record another range with another command)")
-	if err := parse(fs, args); err != nil {
+	if err := sh.Parse(fs, args); err != nil {
 		return err
 	}
 	part, err := strconv.ParseInt(*partition, 10, 32)
 	if err != nil {
-		return usageError{fmt.Errorf("record: partition %q is not a 32-bit integer", *partition)}
+		return UsageError{fmt.Errorf("record: partition %q is not a 32-bit integer", *partition)}
 	}
 	d := coverage.Destination{Sink: *sink, Topic: *topic, Partition: int32(part)}
 	if *rangeText == "" {
-		return usageError{fmt.Errorf("record: --range START:END is required")}
+		return UsageError{fmt.Errorf("record: --range START:END is required")}
 	}
 	r, err := coverage.ParseRange(*rangeText)
 	if err != nil {
-		return usageError{fmt.Errorf("record: %w", err)}
+		return UsageError{fmt.Errorf("record: %w", err)}
 	}
 	if err := coverage.ValidateRecord(d, r); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
-	store, err := g.openLocal()
+	store, err := local.Open(local.Options{Dir: localDir, Logger: sh.Logger})
 	if err != nil {
 		return err
 	}
@@ -52,6 +50,23 @@ func runRecord(ctx context.Context, g *globals, args []string) error {
 	if err := store.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "recorded %s %s\n", d, r)
+	fmt.Fprintf(sh.Stdout, "recorded %s %s\n", d, r)
+	return nil
+}
+
+// Version runs version: prog and v, else the module version from the
+// build info.
+func Version(sh *Shell, v string, args []string) error {
+	fs := sh.Flags("version", "")
+	if err := sh.Parse(fs, args); err != nil {
+		return err
+	}
+	if v == "" {
+		v = "(devel)"
+		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+			v = info.Main.Version
+		}
+	}
+	fmt.Fprintln(sh.Stdout, sh.Prog, v)
 	return nil
 }

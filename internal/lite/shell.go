@@ -1,0 +1,96 @@
+package lite
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/covmirror/covmirror/internal/settings"
+)
+
+// UsageError is a mistake in the command line: exit status 2.
+type UsageError struct{ Err error }
+
+func (u UsageError) Error() string { return u.Err.Error() }
+func (u UsageError) Unwrap() error { return u.Err }
+
+// ErrHelp is returned after --help printed the usage: exit status 0.
+var ErrHelp = errors.New("help requested")
+
+// ExitCode is the exit status of a command's error as far as this
+// package knows: 0 for none or --help, 2 for a usage error, else 1.
+func ExitCode(err error) int {
+	var u UsageError
+	switch {
+	case err == nil, errors.Is(err, ErrHelp):
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
+}
+
+// Shell is one binary's command line as the commands see it.
+type Shell struct {
+	// Prog is the binary's name in usage lines and hints.
+	Prog string
+	// Table is the binary's settings table; Set its values (nil before
+	// the global flags were parsed).
+	Table []settings.Setting
+	Set   *settings.Set
+	// Summary is a command's one-line summary for its usage text.
+	Summary        func(command string) string
+	Stdout, Stderr io.Writer
+	Logger         *slog.Logger
+}
+
+// Flags is a command's flag set with its settings registered, printing
+// its usage on --help.
+func (sh *Shell) Flags(name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(sh.Stderr)
+	if sh.Set != nil {
+		sh.Set.Register(fs, name)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(sh.Stderr, "usage: %s %s %s\n\n%s\n\nflags:\n", sh.Prog, name, args, sh.Summary(name))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Parse parses a command's flags, refusing arguments besides them.
+func (sh *Shell) Parse(fs *flag.FlagSet, args []string) error {
+	return Parse(fs, args, sh.Prog, sh.Table)
+}
+
+// Parse parses the flags of prog's command fs, refusing arguments besides
+// them.
+func Parse(fs *flag.FlagSet, args []string, prog string, table []settings.Setting) error {
+	if err := ParseFlags(fs, args, prog, table); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError{fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())}
+	}
+	return nil
+}
+
+// ParseFlags is Parse for a command that takes arguments besides flags,
+// and for the global flags (the flag set named prog). Parsing is silent,
+// --help prints the usage, and a mistake is returned once, with a pointer
+// to --help.
+func ParseFlags(fs *flag.FlagSet, args []string, prog string, table []settings.Setting) error {
+	err := settings.Parse(fs, args, func(name string) bool { return settings.Repeatable(table, name) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		return ErrHelp
+	case fs.Name() == prog: // the global flags
+		return UsageError{fmt.Errorf("%w (%s --help lists the flags)", err, prog)}
+	}
+	return UsageError{fmt.Errorf("%s: %w (%s %[1]s --help lists the flags)", fs.Name(), err, prog)}
+}
