@@ -134,14 +134,14 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 		}
 		if errors.Is(err, iceberg.ErrInputsGone) {
 			res.Raced++
-			logger.Info("a compaction replaced the sink's files meanwhile; it is mirrored on the next run", "sink", sink)
+			logger.Info("a compaction replaced the sink's files meanwhile; it is replicated on the next run", "sink", sink)
 			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("replica: replicate sink %s into %s: %w", sink, table.Name(), err)
 		}
 		res.Replaced++
-		logger.Info("sink mirrored", "table", table.Name(), "sink", sink, "destinations", len(want))
+		logger.Info("sink replicated", "table", table.Name(), "sink", sink, "destinations", len(want))
 		if tbl, err = table.Load(ctx); err != nil {
 			return res, fmt.Errorf("replica: replicate into %s: %w", table.Name(), err)
 		}
@@ -214,7 +214,7 @@ func ReplicateEvery(ctx context.Context, primary durable.Tier, table *iceberg.Ta
 		if err != nil && ctx.Err() == nil {
 			opts.Logger.Warn("mirroring the primary into the coverage table failed; the table lags until the next run", "primary", primary.Name(), "table", table.Name(), "err", err)
 		} else if err == nil {
-			opts.Logger.Debug("mirrored", "sinks", res.Sinks, "replaced", res.Replaced)
+			opts.Logger.Debug("replicated", "sinks", res.Sinks, "replaced", res.Replaced)
 		}
 		select {
 		case <-ctx.Done():

@@ -34,7 +34,7 @@ func TestDemoObject(t *testing.T) {
 		return strings.ReplaceAll(text, dir, "STATE"), dir
 	}
 	first, dir := run("3", "--durable", "object", "demo")
-	if !strings.Contains(first, "mirrored into the coverage table") || !strings.Contains(first, "--durable object gaps") {
+	if !strings.Contains(first, "replicated into the coverage table") || !strings.Contains(first, "--durable object gaps") {
 		t.Fatalf("the object demo does not say it mirrors, or how to look:\n%s", first)
 	}
 	if entries, err := os.ReadDir(filepath.Join(dir, "objects", "sinks")); err != nil || len(entries) != 4 {

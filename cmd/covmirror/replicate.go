@@ -49,7 +49,7 @@ func runReplicate(ctx context.Context, g *globals, args []string) error {
 	if *asJSON {
 		return errors.Join(json.NewEncoder(g.stdout).Encode(res), corrupt)
 	}
-	fmt.Fprintf(g.stdout, "mirrored %s into %s: %d sinks, %d replaced, %d unchanged", primary.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
+	fmt.Fprintf(g.stdout, "replicated %s into %s: %d sinks, %d replaced, %d unchanged", primary.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
 	if res.Raced > 0 {
 		fmt.Fprintf(g.stdout, ", %d left for the next run (a compaction rewrote them meanwhile)", res.Raced)
 	}

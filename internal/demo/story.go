@@ -164,10 +164,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	switch {
 	case ts.Kind == tier.Postgres:
-		d.say("covmirror demo, seed %d. State: %s; coverage rows in %s, mirrored into the coverage table %s in %s.",
+		d.say("covmirror demo, seed %d. State: %s; coverage rows in %s, replicated into the coverage table %s in %s.",
 			opts.Seed, dir, d.primary.Name(), table.Name(), catalog)
 	case d.replicated():
-		d.say("covmirror demo, seed %d. State: %s; sink objects under %s, mirrored into the coverage table %s in %s.",
+		d.say("covmirror demo, seed %d. State: %s; sink objects under %s, replicated into the coverage table %s in %s.",
 			opts.Seed, dir, filepath.Join(dir, "objects"), table.Name(), catalog)
 	default:
 		d.say("covmirror demo, seed %d. State: %s; coverage table %s in %s.", opts.Seed, dir, table.Name(), catalog)
@@ -179,7 +179,7 @@ func (d *run) run(ctx context.Context, killAt, batches uint64) error {
 	p := d.p
 	maintenance := "compaction"
 	if d.replicated() {
-		maintenance = d.primaryName + " mirrored into the coverage table"
+		maintenance = d.primaryName + " replicated into the coverage table"
 	}
 	d.say("\n1. pod-a owns topic %s, partitions 0-%d. Each batch goes to raw, the source is acked, then to lake, warehouse\n   (down now and then) and search; each write is recorded after its ack. A checkpoint into %s every %d batches,\n   %s every %d checkpoints.",
 		p.Topic, p.Partitions-1, d.primaryName, d.every, maintenance, d.compactEvery)

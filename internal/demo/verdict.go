@@ -95,7 +95,7 @@ func (d *run) verdict(ctx context.Context, batches uint64) error {
 	d.say("  - every one of the %d batches of %d partitions in raw reached lake, warehouse and search;", batches, d.p.Partitions)
 	d.say("  - no committed coverage ever claimed a batch its sink did not hold (checked after every checkpoint);")
 	if d.replicated() {
-		d.say("  - the coverage table, mirrored from %s, never claimed more than they held, and after the last\n    mirror holds exactly their coverage;", d.primaryName)
+		d.say("  - the coverage table, replicated from %s, never claimed more than they held, and after the last\n    replication holds exactly their coverage;", d.primaryName)
 	}
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", d.p.Dups())
 	flags := "--state " + d.dir
