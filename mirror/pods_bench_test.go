@@ -2,8 +2,11 @@ package mirror
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,10 @@ const (
 	podRounds   = 10
 )
 
+// podCounts are the pod counts of the pods benchmarks: up to 16 by default,
+// which keeps up on 2 cores; -pods 1,4,16,64 measures beyond.
+var podCounts = flag.String("pods", "1,4,16", "the pod counts of BenchmarkPodsOneTable and BenchmarkPodsOneRESTTable, comma-separated")
+
 // BenchmarkPodsOneTable starts N pods in-process (a Mirror each, over its
 // own Pebble store and its own catalog connection, as separate processes
 // have) on one coverage table in a SQLite catalog, each recording and
@@ -32,13 +39,27 @@ const (
 // checkpoint and the ratio of the table's rate to the object tier's. Every
 // recorded range must be in the durable tier at the end.
 //
-//	go test ./mirror -run '^$' -bench PodsOneTable -benchtime 1x
+//	go test ./mirror -run '^$' -bench PodsOneTable -benchtime 1x [-pods 1,4,16,64]
 func BenchmarkPodsOneTable(b *testing.B) {
-	for _, n := range []int{1, 4, 16} {
+	benchPods(b, tablePods)
+}
+
+// benchPods runs the pods benchmark for each of -pods on the table table
+// opens, beside the object tier.
+func benchPods(b *testing.B, table func(b *testing.B, n int) tierOpener) {
+	var counts []int
+	for _, f := range strings.Split(*podCounts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("-pods %q: want pod counts such as 1,4,16", *podCounts)
+		}
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			var tbl, obj podsResult
 			for range b.N {
-				tbl = runPods(b, n, tablePods(b, n))
+				tbl = runPods(b, n, table(b, n))
 				obj = runPods(b, n, objectPods(b, n))
 			}
 			b.ReportMetric(tbl.rate(), "table-ckpt/s")
