@@ -239,17 +239,31 @@ func (t *rangeTree) insert(at int, c *chunk, j int, r Range) {
 // route returns the directory index of the chunk that id x routes to: the
 // last whose key is at or below x. The tree must not be empty, and the
 // first key is 0, so there is one.
+//
+// The comparisons are added up, not branched on: for random ids they are
+// coin flips, and the directory is small enough to stay in cache, so a
+// mispredicted branch cost more than the probe it chose. (The chunk search,
+// whose ranges are mostly out of cache, keeps its branches: there a right
+// guess starts the next load early, and measured faster.)
 func (t *rangeTree) route(x uint64) int {
-	lo, hi := 0, len(t.dir)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if t.dir[m].key <= x {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	// dir[base].key is at or below x (the first key is 0), and the answer
+	// is below base+n.
+	dir := t.dir
+	base, n := 0, len(dir)
+	for n > 1 {
+		half := n >> 1
+		base += half & -atOrBelow(dir[base+half].key, x)
+		n -= half
 	}
-	return lo - 1
+	return base
+}
+
+// atOrBelow is 1 if a <= b, else 0, computed without a branch.
+func atOrBelow(a, b uint64) int {
+	if a <= b {
+		return 1
+	}
+	return 0
 }
 
 // Descend yields, from the last range starting at or before pivot.Start

@@ -2,7 +2,9 @@ package coverage
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // layoutError reports the first broken rule of the chunked storage, or nil:
@@ -81,4 +83,35 @@ func TestRangeSetChunkLayout(t *testing.T) {
 	}
 	add(Range{Start: 0, End: universe})
 	checkAgainstModel(t, "after covering everything", &s, m)
+}
+
+// TestRangeTreeRoute checks route against a linear scan on random
+// directories of every small size and some large ones, with keys spread
+// or packed so that probes land on, between and past them.
+func TestRangeTreeRoute(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for size := 1; size < 300; size += 1 + size/16 {
+		for range 20 {
+			tree := &rangeTree{dir: make([]chunkRef, size)}
+			spread := uint64(1 + rng.IntN(4))
+			for i := 1; i < size; i++ {
+				tree.dir[i].key = tree.dir[i-1].key + 1 + rng.Uint64N(spread)
+			}
+			top := tree.dir[size-1].key + 3
+			for range 50 {
+				x := rng.Uint64N(top)
+				want := 0
+				for i, ref := range tree.dir {
+					if ref.key <= x {
+						want = i
+					}
+				}
+				if got := tree.route(x); got != want {
+					t.Fatalf("size %d, keys %v: route(%d) = %d, want %d", size, tree.dir, x, got, want)
+				}
+			}
+		}
+	}
 }
