@@ -29,11 +29,14 @@ const (
 	Scan Binding = "scan"
 )
 
-// DB is an in-memory DuckDB with the coverage relations bound to one
-// snapshot of the coverage table. Not safe for concurrent use.
+// DB is an in-memory DuckDB database with the coverage relations bound to
+// one snapshot of the coverage table, attached to the process's one DuckDB
+// instance (see openDuckDB). Not safe for concurrent use; DBs are
+// independent of each other.
 type DB struct {
 	db       *sql.DB
 	conn     *sql.Conn
+	catalog  string // its database in the shared instance (openDuckDB)
 	snapshot int64
 	binding  Binding
 	tier     string // the durable tier's name, when OpenTier bound it
@@ -86,16 +89,11 @@ func OpenSnapshot(ctx context.Context, tbl *table.Table, opts Options) (*DB, err
 	if err != nil {
 		return nil, fmt.Errorf("queries: %w", err)
 	}
-	db, err := sql.Open("duckdb", "")
+	db, conn, catalog, err := openDuckDB(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
+		return nil, err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
-	}
-	q := &DB{db: db, conn: conn}
+	q := &DB{db: db, conn: conn, catalog: catalog}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		q.snapshot = s.SnapshotID
 	}
@@ -111,12 +109,6 @@ func (q *DB) Snapshot() int64 { return q.snapshot }
 
 // Binding says how the coverage relation was bound.
 func (q *DB) Binding() Binding { return q.binding }
-
-// Close releases DuckDB.
-func (q *DB) Close() error {
-	_ = q.conn.Close()
-	return q.db.Close()
-}
 
 const coverageColumns = `sink VARCHAR, topic VARCHAR, "partition" INTEGER, range_start BIGINT, range_end BIGINT, writer VARCHAR, checkpoint_id VARCHAR, recorded_at TIMESTAMPTZ`
 
@@ -329,7 +321,7 @@ func (q *DB) appendTo(ctx context.Context, name string, fill func(add func(...dr
 		if !ok {
 			return fmt.Errorf("DuckDB connection is a %T", raw)
 		}
-		app, err := duckdb.NewAppenderFromConn(conn, "", name)
+		app, err := duckdb.NewAppender(conn, q.catalog, "", name)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,11 @@
 // any number of queries. Neither binding applies delete files, so a
 // snapshot that has them is refused (iceberg.ErrDeleteFiles).
 //
+// Each DB is an in-memory database of its own, attached to one DuckDB
+// instance the process shares: starting an instance cost more than binding
+// a snapshot of 100,000 ranges. What a DB (or a query text run on it)
+// creates is in its own database, which Close detaches.
+//
 // Another durable tier (the sink objects) is bound by OpenTier: its merged
 // coverage, one row per range, appended the same way; it has no data files
 // or snapshots, so the files query finds none.

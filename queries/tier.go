@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"maps"
@@ -46,16 +45,11 @@ func OpenTier(ctx context.Context, t durable.Tier, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("queries: reading %s: %w", t.Name(), err)
 		}
 	}
-	db, err := sql.Open("duckdb", "")
+	db, conn, catalog, err := openDuckDB(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
+		return nil, err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("queries: opening DuckDB: %w", err)
-	}
-	q := &DB{db: db, conn: conn, binding: FromTier, tier: t.Name()}
+	q := &DB{db: db, conn: conn, catalog: catalog, binding: FromTier, tier: t.Name()}
 	if err := q.bindTier(ctx, cov, last); err != nil {
 		_ = q.Close()
 		return nil, fmt.Errorf("queries: binding %s: %w", t.Name(), err)

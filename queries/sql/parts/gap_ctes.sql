@@ -29,6 +29,14 @@ sink_rows AS (
     SELECT * FROM selected
     WHERE sink <> $reference AND (CAST($sink AS VARCHAR) IS NULL OR sink = $sink)
 ),
+sink_ends AS (
+    -- each sink's partitions and the end of its last row in each: its
+    -- trailing holes, and (one row a partition, not every row) whether it
+    -- has rows of a partition at all
+    SELECT sink, topic, "partition", max(range_end) AS last_end
+    FROM sink_rows
+    GROUP BY sink, topic, "partition"
+),
 sink_running AS (
     -- one window pass over each sink's rows as they are: the furthest end
     -- of the rows before each (ties are between identical rows, which
@@ -47,15 +55,14 @@ sink_holes AS (
     FROM sink_running
     WHERE covered_to IS NULL OR range_start > covered_to
     UNION ALL
-    SELECT sink, topic, "partition", max(range_end), CAST(9223372036854775807 AS BIGINT)
-    FROM sink_rows
-    GROUP BY sink, topic, "partition"
+    SELECT sink, topic, "partition", last_end, CAST(9223372036854775807 AS BIGINT)
+    FROM sink_ends
     UNION ALL
     SELECT s.sink, r.topic, r."partition", 0, CAST(9223372036854775807 AS BIGINT)
     FROM (SELECT DISTINCT topic, "partition" FROM merged WHERE sink = $reference) r
     JOIN sinks s ON s.topic = r.topic
     WHERE NOT EXISTS (
-        SELECT 1 FROM sink_rows x
+        SELECT 1 FROM sink_ends x
         WHERE x.sink = s.sink AND x.topic = r.topic AND x."partition" = r."partition")
 ),
 holes AS (
