@@ -62,14 +62,19 @@ test-integration: ## tests against real servers: PostgreSQL, MariaDB, SeaweedFS,
 # ranges) sets Resume of one partition beside a full-table read, the queries
 # beside the Go planner, and a checkpoint beside a raw append, with the peak
 # heap of each. The Benthos stream through the covmirror output is measured
-# beside the same stream without it. The postgres benchmarks take their own
-# run counts.
+# beside the same stream without it. N pods checkpointing into one table,
+# on the SQLite catalog and on SeaweedFS's REST catalog (which needs
+# .ci/seaweedfs.sh's build), run beside the same pods on the object tier
+# (-pods 1,4,16,64 on the go test line measures more pods); the startup of
+# covmirror and covmirror-lite beside a program that only prints. The
+# postgres benchmarks take their own run counts.
 bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
 	$(GO) test -run '^$$' -bench CheckpointVsAppend -benchtime 100x ./mirror
 	$(GO) test -run '^$$' -bench CommitLatencyOverTime -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench PodsOneTable -benchtime 1x ./mirror
+	$(GO) test -tags integration -run '^$$' -bench PodsOneRESTTable -benchtime 1x ./mirror
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
 	$(GO) test -run '^$$' -bench GapDating -benchtime 1x ./recovery
