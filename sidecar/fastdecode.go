@@ -129,15 +129,18 @@ func (p *fastParser) entry(out *[]coverage.Entry) bool {
 	if !p.byte('}') || !utf8.Valid(sink) || !utf8.Valid(topic) {
 		return false
 	}
-	e.Destination.Sink, e.Destination.Topic = string(sink), string(topic)
+	// Compared before converting, so that an equal name costs no
+	// allocation (string(b) in a comparison allocates nothing).
+	var prev coverage.Destination
 	if n := len(*out); n > 0 {
-		prev := (*out)[n-1].Destination
-		if prev.Sink == string(sink) {
-			e.Destination.Sink = prev.Sink
-		}
-		if prev.Topic == string(topic) {
-			e.Destination.Topic = prev.Topic
-		}
+		prev = (*out)[n-1].Destination
+	}
+	e.Destination.Sink, e.Destination.Topic = prev.Sink, prev.Topic
+	if len(*out) == 0 || prev.Sink != string(sink) {
+		e.Destination.Sink = string(sink)
+	}
+	if len(*out) == 0 || prev.Topic != string(topic) {
+		e.Destination.Topic = string(topic)
 	}
 	if coverage.ValidateRecord(e.Destination, e.Range) != nil {
 		return false

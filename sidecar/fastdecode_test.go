@@ -133,3 +133,42 @@ func TestDecodeFastAllocatesForTheBodyOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeFastSharesRepeatedNames: a batch naming one destination
+// throughout costs the entries and one string per name, not a string per
+// entry (a hundred-entry batch made 200 small allocations before).
+func TestDecodeFastSharesRepeatedNames(t *testing.T) {
+	body := benchBody(1, 7)
+	allocs := testing.AllocsPerRun(20, func() {
+		if _, ok := decodeFast(body, false); !ok {
+			t.Fatal("the fast path declined the benchmark's body")
+		}
+	})
+	if allocs > 3 { // the entries, the sink, the topic
+		t.Fatalf("decoding %d entries of one destination made %.0f allocations, want at most 3", benchBatch, allocs)
+	}
+}
+
+// TestDecodeBodyKeepsNoPooledBytes: the read buffer is reused by the next
+// request, so the entries of one body must not share its bytes: decoding a
+// second body of other names of the same lengths leaves the first intact.
+func TestDecodeBodyKeepsNoPooledBytes(t *testing.T) {
+	first := []byte(`[{"sink":"lake","topic":"orders","partition":0,"start":1,"end":2},{"sink":"lake","topic":"orders","partition":0,"start":3,"end":4}]`)
+	second := bytes.ReplaceAll(bytes.ReplaceAll(first, []byte("lake"), []byte("pond")), []byte("orders"), []byte("refund"))
+	want, err := decodeRecords(bytes.NewReader(first), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // a pool may drop a buffer; the same one comes back often enough
+		got, err := decodeBody(bytes.NewReader(first), int64(len(first)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeBody(bytes.NewReader(second), int64(len(second)), false); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after decoding another body the first's entries are %v, want %v", got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/wirejson"
@@ -54,10 +55,36 @@ func (e *entryError) Error() string {
 // form is decoded in one pass (decodeFast); anything else by
 // encoding/json, whose errors name the entry and the rule.
 func DecodeRecords(body io.Reader, ndjson bool) ([]coverage.Entry, error) {
-	raw, err := io.ReadAll(body)
-	if err != nil {
+	return decodeBody(body, -1, ndjson)
+}
+
+// bodyBufs are read buffers for record bodies. A body is garbage once
+// decoded (the entries copy every name they keep), so a request reuses one
+// rather than growing a fresh slice through io.ReadAll's doublings.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody bounds the buffers kept in bodyBufs, and how far a body's
+// declared length presizes one: a rare large body is not held for ever.
+const maxPooledBody = 1 << 20
+
+// decodeBody is DecodeRecords of a body of declared length size (-1:
+// unknown), read into a pooled buffer.
+func decodeBody(body io.Reader, size int64, ndjson bool) ([]coverage.Entry, error) {
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodyBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if size > 0 && size <= maxPooledBody {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead free to read on
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
 		return nil, readError(err)
 	}
+	raw := buf.Bytes()
 	if recs, ok := decodeFast(raw, ndjson); ok {
 		return recs, nil
 	}
@@ -252,7 +279,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	recs, err := DecodeRecords(r.Body, ndjson)
+	recs, err := decodeBody(r.Body, r.ContentLength, ndjson)
 	if err != nil {
 		var ee *entryError
 		if !errors.As(err, &ee) {
