@@ -158,4 +158,3 @@ func TestInspectURLStalledAnswer(t *testing.T) {
 		t.Fatal("inspect --url still waits for a stalled answer")
 	}
 }
-
