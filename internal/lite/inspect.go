@@ -82,7 +82,7 @@ func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diag
 	client := &http.Client{Timeout: inspectTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
-		return diag, fmt.Errorf("inspect: --url: %w", err)
+		return diag, fmt.Errorf("inspect: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -151,7 +151,7 @@ func TestInspectURLStalledAnswer(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || ExitCode(err) != 1 || !strings.Contains(errOut, "--url") {
+		if err == nil || ExitCode(err) != 1 || !strings.Contains(errOut, "Timeout") {
 			t.Errorf("inspect --url of a stalled answer: %v, %q; want exit 1", err, errOut)
 		}
 	case <-time.After(20 * time.Second): // a hang, not a time asserted: the timeout is 50ms
