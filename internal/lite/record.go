@@ -2,6 +2,7 @@ package lite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -39,7 +40,10 @@ func Record(ctx context.Context, sh *Shell, localDir string, args []string) erro
 		return UsageError{err}
 	}
 	store, err := local.Open(local.Options{Dir: localDir, Logger: sh.Logger})
-	if err != nil {
+	if errors.Is(err, local.ErrLocked) {
+		return fmt.Errorf("record: nothing was recorded: %w; another record holds it for milliseconds: retry; "+
+			"while covmirror serve holds it, record through the pod's API (POST /v1/records) instead", err)
+	} else if err != nil {
 		return err
 	}
 	// The caller asserts the sink acknowledged r: that is what recording means.

@@ -109,13 +109,26 @@ func LoadShared(path string, table []Setting, others []string) (*File, error) {
 		case foreign[k], dotted && name != "" && foreignMaps[prefix]:
 			// the other binary's: it checks the value
 		default:
-			return nil, fmt.Errorf("%s:%d: unknown key %q: the keys are %s, and %s", path, n, k, strings.Join(known, ", "), strings.Join(entries, ", "))
+			return nil, fmt.Errorf("%s:%d: unknown key %q: %s", path, n, k, keyList(known, entries, others))
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &ReadError{fmt.Errorf("config file %s: %w", path, err)}
 	}
 	return f, nil
+}
+
+// keyList names the keys a file may hold: the table's scalars, its Maps'
+// entries, and the keys of another binary that reads it too.
+func keyList(known, entries, others []string) string {
+	list := "the keys are " + strings.Join(known, ", ")
+	if len(entries) > 0 {
+		list += ", and " + strings.Join(entries, ", ")
+	}
+	if len(others) > 0 {
+		list += "; and the keys another binary reading this file takes: " + strings.Join(others, ", ")
+	}
+	return list
 }
 
 // StripComment cuts line at a # that starts it or follows a space or tab,
