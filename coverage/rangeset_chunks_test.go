@@ -2,7 +2,9 @@ package coverage
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -110,6 +112,46 @@ func TestRangeTreeRoute(t *testing.T) {
 				}
 				if got := tree.route(x); got != want {
 					t.Fatalf("size %d, keys %v: route(%d) = %d, want %d", size, tree.dir, x, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRangeTreeRouteWideKeys checks route against a linear scan with keys
+// anywhere in the id space, up to math.MaxUint64, probed at 0, at each key,
+// just either side of it and at math.MaxUint64.
+func TestRangeTreeRouteWideKeys(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for size := 1; size < 200; size += 1 + size/8 {
+		for range 20 {
+			keys := []uint64{0}
+			for len(keys) < size {
+				keys = append(keys, rng.Uint64()>>rng.IntN(64))
+			}
+			if rng.IntN(2) == 0 {
+				keys[len(keys)-1] = math.MaxUint64 - uint64(rng.IntN(2))
+			}
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
+			tree := &rangeTree{dir: make([]chunkRef, len(keys))}
+			for i, k := range keys {
+				tree.dir[i].key = k
+			}
+			probes := []uint64{0, 1, 1 << 63, 1<<63 - 1, math.MaxUint64 - 1, math.MaxUint64}
+			for _, k := range keys {
+				probes = append(probes, k-1, k, k+1) // wrapping at the ends is a probe too
+			}
+			for _, x := range probes {
+				want := 0
+				for i, ref := range tree.dir {
+					if ref.key <= x {
+						want = i
+					}
+				}
+				if got := tree.route(x); got != want {
+					t.Fatalf("keys %v: route(%d) = %d, want %d", keys, x, got, want)
 				}
 			}
 		}

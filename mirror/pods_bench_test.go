@@ -70,6 +70,7 @@ func benchPods(b *testing.B, table func(b *testing.B, n int) tierOpener) {
 			b.ReportMetric(obj.rate(), "object-ckpt/s")
 			b.ReportMetric(obj.mean().Seconds()*1000, "object-mean-ms")
 			b.ReportMetric(obj.max.Seconds()*1000, "object-max-ms")
+			b.ReportMetric(float64(obj.failed), "object-failed-ckpts")
 			b.ReportMetric(tbl.rate()/obj.rate(), "ratio")
 		})
 	}

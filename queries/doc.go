@@ -27,7 +27,11 @@
 // Each DB is an in-memory database of its own, attached to one DuckDB
 // instance the process shares: starting an instance cost more than binding
 // a snapshot of 100,000 ranges. What a DB (or a query text run on it)
-// creates is in its own database, which Close detaches.
+// creates is in its own database, which Close detaches, and each query
+// starts in it, whatever database a text before it switched to. The instance
+// is not a boundary against the text itself: a text that names another
+// database, ATTACHes one or sets a GLOBAL setting reaches every DB in the
+// process, so RunSQL's text must be trusted (the canned queries are).
 //
 // Another durable tier (the sink objects) is bound by OpenTier: its merged
 // coverage, one row per range, appended the same way; it has no data files

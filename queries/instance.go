@@ -48,7 +48,9 @@ func openDuckDB(ctx context.Context) (*sql.DB, *sql.Conn, string, error) {
 		return nil, nil, "", fmt.Errorf("queries: opening DuckDB: %w", err)
 	}
 	catalog := fmt.Sprintf("covmirror_%d", instance.next.Add(1))
-	if _, err := conn.ExecContext(ctx, `ATTACH ':memory:' AS `+catalog+`; USE `+catalog); err != nil {
+	// Not cut short by ctx: interrupted between ATTACH and USE, the database
+	// would stay attached to the instance with nothing to detach it.
+	if _, err := conn.ExecContext(context.Background(), `ATTACH ':memory:' AS `+catalog+`; USE `+catalog); err != nil {
 		_ = conn.Close()
 		_ = db.Close()
 		return nil, nil, "", fmt.Errorf("queries: attaching an in-memory DuckDB database: %w", err)
@@ -56,13 +58,28 @@ func openDuckDB(ctx context.Context) (*sql.DB, *sql.Conn, string, error) {
 	return db, conn, catalog, nil
 }
 
-// Close releases the DB's database in the shared DuckDB instance.
+// use makes the DB's own database its connection's default again, before
+// each query: a query text may have switched it (USE), and the relations
+// it binds and reads must be its own, never another DB's.
+func (q *DB) use(ctx context.Context) error {
+	if q.catalog == "" {
+		return nil // closed, or a DuckDB of its own (as tests build)
+	}
+	if _, err := q.conn.ExecContext(ctx, `USE `+q.catalog); err != nil {
+		return fmt.Errorf("queries: returning to DuckDB database %s: %w", q.catalog, err)
+	}
+	return nil
+}
+
+// Close releases the DB's database in the shared DuckDB instance. Closing
+// twice is harmless.
 func (q *DB) Close() error {
 	var err error
 	if q.catalog != "" {
 		if _, err = q.conn.ExecContext(context.Background(), `USE `+defaultCatalog+`; DETACH `+q.catalog); err != nil {
 			err = fmt.Errorf("queries: detaching DuckDB database %s: %w", q.catalog, err)
 		}
+		q.catalog = ""
 	}
 	_ = q.conn.Close()
 	if cerr := q.db.Close(); err == nil && cerr != nil {
