@@ -86,6 +86,7 @@ type podsResult struct {
 }
 
 func (r podsResult) rate() float64 { return float64(r.checkpoints) / r.elapsed.Seconds() }
+
 // mean is a Checkpoint call's mean latency, over every call: a failed
 // one's time is in total too.
 func (r podsResult) mean() time.Duration {
