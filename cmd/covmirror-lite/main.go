@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sort"
 	"syscall"
 
@@ -50,26 +49,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	sh := &lite.Shell{Prog: prog, Table: lite.Table(), Stdout: stdout, Stderr: stderr, Logger: slog.New(slog.DiscardHandler),
 		Summary: func(name string) string { return summaries[name] }}
-	defer func() {
-		if r := recover(); r != nil {
-			sh.Logger.Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("internal error (a bug in covmirror: please report it with this message; --log-level debug shows the stack): %v", r)
-		}
-	}()
-	file, err := settings.LoadShared(settings.ConfigPath(args, sh.Table, "COVMIRROR_CONFIG"), sh.Table, lite.CovmirrorKeys)
-	var readErr *settings.ReadError
-	if errors.As(err, &readErr) {
-		return err
-	} else if err != nil {
-		return lite.UsageError{Err: err}
-	}
-	sh.Set = settings.New(sh.Table, file)
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.String("config", file.Path(), "configuration file, covmirror's: the settings as key = value lines (env COVMIRROR_CONFIG)")
-	sh.Set.Register(fs, "")
-	fs.Usage = func() { usage(stderr, fs) }
-	if err := lite.ParseFlags(fs, args, prog, sh.Table); err != nil {
+	defer lite.Recover(&err, func() *slog.Logger { return sh.Logger })
+	fs, err := sh.Globals(args, lite.CovmirrorKeys, "configuration file, covmirror's: the settings as key = value lines (env COVMIRROR_CONFIG)", usage)
+	if err != nil {
 		return err
 	}
 	if err := sh.Set.Err(); err != nil {

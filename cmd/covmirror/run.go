@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,33 +97,18 @@ type globals struct {
 // trace on the terminal.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	g := &globals{stdout: stdout, stderr: stderr, stdin: os.Stdin, logger: slog.New(slog.DiscardHandler)}
-	defer func() {
-		if r := recover(); r != nil {
-			g.logger.Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("internal error (a bug in covmirror: please report it with this message; --log-level debug shows the stack): %v", r)
-		}
-	}()
+	defer lite.Recover(&err, func() *slog.Logger { return g.logger })
 	return run(ctx, g, args)
 }
 
 func run(ctx context.Context, g *globals, args []string) error {
 	stdout, stderr := g.stdout, g.stderr
-	file, err := settings.Load(settings.ConfigPath(args, table, "COVMIRROR_CONFIG"), table)
-	var readErr *settings.ReadError
-	if errors.As(err, &readErr) {
-		return err
-	} else if err != nil {
-		return usageError{Err: err}
-	}
-	g.set = settings.New(table, file)
-	fs := flag.NewFlagSet("covmirror", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.String("config", file.Path(), "configuration file: the settings as key = value lines, catalog.* properties as catalog.KEY = VALUE (env COVMIRROR_CONFIG)")
-	g.set.Register(fs, "")
-	fs.Usage = func() { usage(stderr, fs) }
-	if err := parseFlags(fs, args); err != nil {
+	sh := &lite.Shell{Prog: "covmirror", Table: table, Stdout: stdout, Stderr: stderr}
+	fs, err := sh.Globals(args, nil, "configuration file: the settings as key = value lines, catalog.* properties as catalog.KEY = VALUE (env COVMIRROR_CONFIG)", usage)
+	if err != nil {
 		return err
 	}
+	g.set = sh.Set
 	g.tier = tierSettings(g.set)
 	if err := errors.Join(g.set.Err(), tier.ParseKind(g.tier.Kind)); err != nil {
 		return usageError{Err: err}

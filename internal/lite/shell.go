@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/covmirror/covmirror/internal/settings"
 )
@@ -93,4 +94,40 @@ func ParseFlags(fs *flag.FlagSet, args []string, prog string, table []settings.S
 		return UsageError{fmt.Errorf("%w (%s --help lists the flags)", err, prog)}
 	}
 	return UsageError{fmt.Errorf("%s: %w (%s %[1]s --help lists the flags)", fs.Name(), err, prog)}
+}
+
+// Globals reads the configuration file (--config among the global flags,
+// else COVMIRROR_CONFIG) against sh.Table, skipping the keys of others
+// (settings.LoadShared), sets sh.Set, and parses args' global flags: the
+// returned flag set's arguments are the command and its own. Both binaries
+// resolve their settings here, so that a flag, variable or line of the
+// file means the same to each, the state directory above all.
+func (sh *Shell) Globals(args, others []string, configUsage string, usage func(io.Writer, *flag.FlagSet)) (*flag.FlagSet, error) {
+	file, err := settings.LoadShared(settings.ConfigPath(args, sh.Table, "COVMIRROR_CONFIG"), sh.Table, others)
+	var readErr *settings.ReadError
+	if errors.As(err, &readErr) {
+		return nil, err
+	} else if err != nil {
+		return nil, UsageError{Err: err}
+	}
+	sh.Set = settings.New(sh.Table, file)
+	fs := flag.NewFlagSet(sh.Prog, flag.ContinueOnError)
+	fs.SetOutput(sh.Stderr)
+	fs.String("config", file.Path(), configUsage)
+	sh.Set.Register(fs, "")
+	fs.Usage = func() { usage(sh.Stderr, fs) }
+	if err := ParseFlags(fs, args, sh.Prog, sh.Table); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// Recover, deferred by a binary's run, turns a panic into *err (exit
+// status 1) saying it is a bug, with the stack in logger()'s debug log,
+// never a Go stack trace on the terminal.
+func Recover(err *error, logger func() *slog.Logger) {
+	if r := recover(); r != nil {
+		logger().Debug("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = fmt.Errorf("internal error (a bug in covmirror: please report it with this message; --log-level debug shows the stack): %v", r)
+	}
 }
