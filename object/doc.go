@@ -1,7 +1,30 @@
-// Package object is the durable tier as one small object per sink under
-// conditional writes: on S3 (or any store that honours If-Match and
-// If-None-Match) as the primary where raw lands in object storage, and in
-// a local directory for one machine.
+// Package object is the durable tier as small objects under conditional
+// writes: on S3 (or any store that honours If-Match and If-None-Match) as
+// the primary where raw lands in object storage, and in a local directory
+// for one machine. It has two layouts (Options.Layout); every Tier reads
+// both, so a location moves from one to the other without a stop.
+//
+//   - The sinks layout: one object per sink, read, merged and written back
+//     under If-Match by every checkpoint. Simple, and every writer of a
+//     sink meets every other at that one compare-and-swap: right for a
+//     handful of pods.
+//   - The deltas layout: each checkpoint is one new object (a delta,
+//     created with If-None-Match under deltas/<writer>/<name>), which no
+//     other writer ever touches, of the size of what it carries. Fold, run
+//     by one process of the deployment (two at once only waste work),
+//     merges the deltas, and the sink objects of the sinks layout, into
+//     bases, one per topic and group of GroupSize partitions holding every
+//     sink, under If-Match; then it writes a fold log of the names it
+//     folded (for Landed), deletes the deltas and empties the sink objects
+//     (under If-Match: a writer of the sinks layout still running loses
+//     nothing). A reader of one partition reads one base and the deltas
+//     not yet folded. Right for a fleet: see docs/scale.md.
+//
+// The deltas layout's invariant is the same union: a base only grows, and
+// a delta or a sink object's ranges leave it only after every base they
+// touch was written with them. A reader reads the sink objects, then the
+// bases, then the deltas it listed before the bases; a listed delta gone
+// when read was folded meanwhile, and the bases are read again (see view).
 //
 // # The invariant it owns
 //

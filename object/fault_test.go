@@ -63,7 +63,16 @@ func (f *flakyBlobs) Put(ctx context.Context, key string, data []byte, ifMatch s
 // later with MayHaveLanded. After every step the coverage holds no range
 // that was never appended and every range whose Append returned nil; at
 // the end, once the pending ones are appended, exactly what was appended.
+//
+// On the deltas layout a Fold through the same faults runs now and then
+// between the steps, and once more without faults at the end.
 func TestFaultsNeverLead(t *testing.T) {
+	for _, layout := range []Layout{LayoutSinkObjects, LayoutDeltas} {
+		t.Run(string(layout), func(t *testing.T) { faultsNeverLead(t, layout) })
+	}
+}
+
+func faultsNeverLead(t *testing.T, layout Layout) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dir := t.TempDir()
@@ -73,7 +82,7 @@ func TestFaultsNeverLead(t *testing.T) {
 	}
 	defer inner.Close()
 	flaky := &flakyBlobs{Blobs: inner, rng: rand.New(rand.NewPCG(seed, 1)), p: 0.15, counts: map[string]int{}}
-	s, err := Open(ctx, Options{Blobs: flaky, MaxAttempts: 3, MinBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
+	s, err := Open(ctx, Options{Blobs: flaky, Layout: layout, MaxAttempts: 3, MinBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +120,11 @@ func TestFaultsNeverLead(t *testing.T) {
 			c.MayHaveLanded = true
 			pending = append(pending, c)
 		}
+		if layout == LayoutDeltas && rng.IntN(5) == 0 {
+			if _, err := s.Fold(ctx); err != nil {
+				t.Logf("step %d: fold: %v", step, err) // faults may stop it; it must never lose a range
+			}
+		}
 		checkBetween(t, fmt.Sprintf("step %d", step), clean, attempted, committed)
 	}
 	for _, c := range pending {
@@ -119,6 +133,12 @@ func TestFaultsNeverLead(t *testing.T) {
 		}
 	}
 	checkBetween(t, "at the end", clean, attempted, attempted)
+	if layout == LayoutDeltas {
+		if _, err := clean.Fold(ctx); err != nil {
+			t.Fatalf("the last fold: %v", err)
+		}
+		checkBetween(t, "after the last fold", clean, attempted, attempted)
+	}
 	t.Logf("%d appends failed and were retried; faults %v; stats %+v", failed, flaky.counts, s.Stats())
 	if failed == 0 || flaky.counts["put fails after"] == 0 {
 		t.Fatalf("the faults did not bite: %d failed appends, %v", failed, flaky.counts)

@@ -38,6 +38,28 @@ type Options struct {
 	// outcome being reconciled). Zero value: discard.
 	Logger *slog.Logger
 
+	// Layout is how Append writes a checkpoint: LayoutSinkObjects (a
+	// compare-and-swap on each sink's object) or LayoutDeltas (one
+	// write-once object per checkpoint, which Fold merges into bases).
+	// Reads see every layout whatever this says. Zero value:
+	// LayoutSinkObjects.
+	Layout Layout
+
+	// Parallel bounds the requests one read or Fold has in flight at once.
+	// Zero value: DefaultParallel.
+	Parallel int
+
+	// MaxFoldDeltas bounds the deltas one Fold reads, and so its memory;
+	// the rest wait for the next. Zero value: DefaultMaxFoldDeltas.
+	MaxFoldDeltas int
+
+	// NameRetention is how long a fold log, the names of the checkpoints
+	// one Fold folded, is kept: how long after its fold Landed still finds
+	// a checkpoint (past it, a retry of unknown outcome appends again,
+	// which is a harmless union). Keep it well above the longest
+	// checkpoint retry window. Zero value: DefaultNameRetention.
+	NameRetention time.Duration
+
 	// Now is the clock that stamps each destination's last write, for
 	// tests. Zero value: time.Now.
 	Now func() time.Time
@@ -48,6 +70,10 @@ const (
 	DefaultMaxAttempts = 64
 	DefaultMinBackoff  = 2 * time.Millisecond
 	DefaultMaxBackoff  = 250 * time.Millisecond
+
+	DefaultParallel      = 16
+	DefaultMaxFoldDeltas = 10_000
+	DefaultNameRetention = 15 * time.Minute
 )
 
 // EnsureDefaults fills in the zero-valued fields with their defaults.
@@ -60,6 +86,18 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.Layout == "" {
+		o.Layout = LayoutSinkObjects
+	}
+	if o.Parallel == 0 {
+		o.Parallel = DefaultParallel
+	}
+	if o.MaxFoldDeltas == 0 {
+		o.MaxFoldDeltas = DefaultMaxFoldDeltas
+	}
+	if o.NameRetention == 0 {
+		o.NameRetention = DefaultNameRetention
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,6 +127,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
 		return fmt.Errorf("object: Options.MinBackoff %v and MaxBackoff %v: need 0 <= MinBackoff <= MaxBackoff", o.MinBackoff, o.MaxBackoff)
+	}
+	if o.Layout != LayoutSinkObjects && o.Layout != LayoutDeltas {
+		return fmt.Errorf("object: Options.Layout %q: want %q or %q", o.Layout, LayoutSinkObjects, LayoutDeltas)
+	}
+	if o.Parallel < 1 || o.MaxFoldDeltas < 1 || o.NameRetention < 0 {
+		return fmt.Errorf("object: Options.Parallel %d and MaxFoldDeltas %d must be positive, NameRetention %v not negative", o.Parallel, o.MaxFoldDeltas, o.NameRetention)
 	}
 	return nil
 }

@@ -68,17 +68,19 @@ func (s *Tier) scan(ctx context.Context, sink string, fn func(*sinkObject)) erro
 	return nil
 }
 
-// Coverage returns the coverage of every destination f selects.
+// Coverage returns the coverage of every destination f selects, from
+// every layout: the sink objects, the bases and the deltas not yet folded.
 func (s *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	out := map[coverage.Destination]*coverage.RangeSet{}
-	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
-		for _, ds := range o.Dests {
-			d := coverage.Destination{Sink: o.Sink, Topic: ds.Topic, Partition: ds.Partition}
-			if f.Match(d) {
-				set, _ := coverage.NewRangeSet(ds.Ranges...) // decoding checked them
-				out[d] = &set
+	err := s.view(ctx, f, func(d coverage.Destination, ds *destState) {
+		if set := out[d]; set != nil {
+			for _, r := range ds.Ranges {
+				_ = set.Add(r) // decoding checked them
 			}
+			return
 		}
+		set, _ := coverage.NewRangeSet(ds.Ranges...) // decoding checked them
+		out[d] = &set
 	})
 	if err != nil {
 		return nil, fmt.Errorf("object: coverage: %w", err)
@@ -90,11 +92,9 @@ func (s *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 // how far behind each destination's writers are.
 func (s *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.Destination]durable.LastWrite, error) {
 	out := map[coverage.Destination]durable.LastWrite{}
-	err := s.scan(ctx, f.Sink, func(o *sinkObject) {
-		for _, ds := range o.Dests {
-			if d := (coverage.Destination{Sink: o.Sink, Topic: ds.Topic, Partition: ds.Partition}); f.Match(d) {
-				out[d] = durable.LastWrite{Writer: ds.LastWriter, At: time.Unix(0, ds.LastWrite)}
-			}
+	err := s.view(ctx, f, func(d coverage.Destination, ds *destState) {
+		if w, ok := out[d]; !ok || ds.LastWrite > w.At.UnixNano() {
+			out[d] = durable.LastWrite{Writer: ds.LastWriter, At: time.Unix(0, ds.LastWrite)}
 		}
 	})
 	if err != nil {
@@ -103,11 +103,25 @@ func (s *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 	return out, nil
 }
 
-// Landed reports whether writer's checkpoint of that name is in every sink
-// object it wrote to. It reads every sink's object. Past the bounds of
+// Landed reports whether writer's checkpoint of that name landed: as a
+// delta (or in a fold log, once folded), or in every sink object it wrote
+// to.
+func (s *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
+	found, err := s.landedDelta(ctx, writer, name)
+	if err != nil {
+		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)
+	}
+	if found {
+		return true, nil
+	}
+	return s.landedInSinkObjects(ctx, writer, name)
+}
+
+// landedInSinkObjects reports whether writer's checkpoint of that name is
+// in every sink object it wrote to. It reads every sink's object. Past the bounds of
 // MaxNamesPerWriter and MaxWriters it answers false, as it does for a
 // partly written checkpoint: a re-append, which is harmless.
-func (s *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
+func (s *Tier) landedInSinkObjects(ctx context.Context, writer, name string) (bool, error) {
 	keys, err := s.list(ctx)
 	if err != nil {
 		return false, fmt.Errorf("object: landed %q of %q: %w", name, writer, err)

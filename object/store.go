@@ -132,6 +132,9 @@ func (s *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	if s.opts.Layout == LayoutDeltas {
+		return s.appendDelta(ctx, c)
+	}
 	parts, err := split(c)
 	if err != nil {
 		return err
