@@ -45,6 +45,7 @@ func podField() *service.ConfigField {
 			service.NewStringField("s3_endpoint").Default("").Description("An S3-compatible store's endpoint; empty: AWS. Credentials come from the AWS environment."),
 			service.NewStringField("s3_region").Default("").Description("The S3 region; empty: the AWS environment's."),
 			service.NewBoolField("s3_force_path_style").Default(false).Description("Address buckets as endpoint/BUCKET."),
+			service.NewStringField("layout").Default("sinks").Description("How checkpoints are written: `sinks` (one object per sink under a compare-and-swap every pod meets) or `deltas` (one write-once object per checkpoint, folded by the fleet role)."),
 			service.NewBoolField("unsafe_store").Default(false).Description("Write to an S3 store without checking first that it honours If-Match: only for a store known to."),
 		).Description("With `durable: object`: where the sink objects live.").Advanced(),
 		service.NewObjectField("postgres",
@@ -117,7 +118,7 @@ func parsePod(c *service.ParsedConfig) (pod.Options, error) {
 		return v
 	}
 	t := tier.Settings{Kind: str("durable"), State: str("state"), Namespace: str("namespace"), Table: str("table"), Writer: str("writer"),
-		Object:   tier.ObjectSettings{URL: str("object", "url"), S3Endpoint: str("object", "s3_endpoint"), S3Region: str("object", "s3_region")},
+		Object:   tier.ObjectSettings{URL: str("object", "url"), S3Endpoint: str("object", "s3_endpoint"), S3Region: str("object", "s3_region"), Layout: str("object", "layout")},
 		Postgres: tier.PostgresSettings{URL: str("postgres", "url"), Schema: str("postgres", "schema")}}
 	o.Addr, o.Socket, o.Token = str("addr"), str("socket"), str("token")
 	err := strErr

@@ -113,7 +113,7 @@ func Open(ctx context.Context, s Settings, writing bool) (durable.Tier, io.Close
 		}
 		s.Logger.Debug("object store passed check-store", "store", b.Name(), "report", rep.String())
 	}
-	t, err := object.Open(ctx, object.Options{Blobs: b, Logger: s.Logger})
+	t, err := object.Open(ctx, object.Options{Blobs: b, Logger: s.Logger, Layout: object.Layout(s.Object.Layout)})
 	if err != nil {
 		_ = closer.Close()
 		return nil, nil, err

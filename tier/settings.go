@@ -9,6 +9,7 @@ import (
 
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/lite"
+	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/postgres"
 )
 
@@ -64,6 +65,11 @@ type ObjectSettings struct {
 	S3Region string
 	// S3ForcePathStyle addresses buckets as endpoint/BUCKET.
 	S3ForcePathStyle bool
+	// Layout is how checkpoints are written: "sinks" (one object per sink,
+	// under a compare-and-swap every writer meets) or "deltas" (one
+	// write-once object per checkpoint, folded by the fleet role); reads
+	// see both. Zero: object.LayoutSinkObjects.
+	Layout string
 	// UnsafeStore skips the conditional-write check before writing: for a
 	// store known to honour If-Match that the check cannot run on.
 	UnsafeStore bool
@@ -117,6 +123,11 @@ func (s *Settings) EnsureDefaults() {
 // checked when that tier is opened, so that a command that opens only the
 // local tier runs without it.
 func (s *Settings) Validate() error {
+	switch object.Layout(s.Object.Layout) {
+	case "", object.LayoutSinkObjects, object.LayoutDeltas:
+	default:
+		return settingsError("object.layout %q: use %s (one object per sink: a handful of pods) or %s (one object per checkpoint, folded by the fleet role: a fleet)", s.Object.Layout, object.LayoutSinkObjects, object.LayoutDeltas)
+	}
 	return ParseKind(s.Kind)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
 	"github.com/covmirror/covmirror/mirror"
+	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/pod"
 	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/reconcile"
@@ -47,6 +48,7 @@ var table = func() []settings.Setting {
 		{Key: "object.s3.endpoint", Usage: "S3 endpoint URL for an S3-compatible store; none: AWS; credentials come from the AWS environment"},
 		{Key: "object.s3.region", Usage: "S3 region; none: the AWS environment's, else us-east-1"},
 		{Key: "object.s3.force-path-style", Kind: settings.Bool, Usage: "address buckets as endpoint/BUCKET rather than BUCKET.endpoint, as most S3-compatible stores need"},
+		{Key: "object.layout", Default: string(object.LayoutSinkObjects), Usage: "with --durable object: how checkpoints are written: sinks (one object per sink, a compare-and-swap every pod meets: a handful of pods) or deltas (one write-once object per checkpoint, folded into partition-group bases by the fleet role: a fleet); reads see both"},
 		{Key: "object.unsafe-store", Kind: settings.Bool, Usage: "write to an S3 store without running check-store on it first: only for a store known to honour If-Match"},
 		{Key: "start", Flag: "stream-start", Env: "COVMIRROR_STREAM_STARTS", Kind: settings.Map, Entry: "TOPIC", Add: addStart,
 			Usage: "TOPIC=N: the first batch id of TOPIC's stream where it is not 0, repeatable: a source extent without a start (--acked-ends, the API's extents) takes its topic's"},
@@ -77,7 +79,8 @@ func tierSettings(set *settings.Set) tier.Settings {
 	return tier.Settings{Kind: set.String("durable"), State: set.String("state"), CatalogProps: set.Map("catalog"),
 		Namespace: set.String("namespace"), Table: set.String("table"), Writer: set.String("writer"),
 		Object: tier.ObjectSettings{URL: set.String("object.url"), S3Endpoint: set.String("object.s3.endpoint"), S3Region: set.String("object.s3.region"),
-			S3ForcePathStyle: set.Bool("object.s3.force-path-style"), UnsafeStore: set.Bool("object.unsafe-store")},
+			S3ForcePathStyle: set.Bool("object.s3.force-path-style"), UnsafeStore: set.Bool("object.unsafe-store"),
+			Layout: set.String("object.layout")},
 		Postgres: tier.PostgresSettings{URL: set.String("postgres.url"), Schema: set.String("postgres.schema")}}
 }
 

@@ -39,7 +39,7 @@ func Table() []settings.Setting {
 // cmd/covmirror's tests hold this list to covmirror's table.
 var CovmirrorKeys = []string{
 	"catalog.*", "namespace", "table", "writer", "durable", "postgres.url", "postgres.schema",
-	"object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store",
+	"object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store", "object.layout",
 	"start.*", "reconcile.*", "addr", "socket", "interval", "max-body", "replicate-every", "mirror-every",
 	"source.*", "allow-hosts", "sync", "sinks",
 }
