@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/covmirror/covmirror/object"
@@ -27,7 +28,7 @@ func openObjectTier(dir string) (*object.Tier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return object.Open(ctx, object.Options{Blobs: b})
+	return object.Open(ctx, object.Options{Blobs: b, Layout: object.Layout(os.Getenv(childObjectLayout))})
 }
 
 // TestEightProcessesCheckpointObjects: eight owners of the same sink

@@ -27,8 +27,9 @@ const (
 	childSeed           = "COVMIRROR_CHILD_SEED"
 	childNS             = "COVMIRROR_CHILD_NAMESPACE"
 	childNoExpiry       = "COVMIRROR_CHILD_NO_EXPIRY"
-	childObjectDir      = "COVMIRROR_CHILD_OBJECT_DIR" // set: the object tier on this directory, not the table
-	childPGSchema       = "COVMIRROR_CHILD_PG_SCHEMA"  // set: the PostgreSQL tier in this schema, not the table
+	childObjectDir      = "COVMIRROR_CHILD_OBJECT_DIR"    // set: the object tier on this directory, not the table
+	childObjectLayout   = "COVMIRROR_CHILD_OBJECT_LAYOUT" // the object tier's layout; zero: sink objects
+	childPGSchema       = "COVMIRROR_CHILD_PG_SCHEMA"     // set: the PostgreSQL tier in this schema, not the table
 	checkpointsPerOwner = 100
 )
 
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 		"concurrent": func() error { return withChildMirror(concurrentOwner) },
 		"crash":      func() error { return withChildMirror(crashingOwner) },
 		"persistent": func() error { return withChildMirror(persistentOwner) },
+		"fold":       foldForever,
 	})
 }
 
