@@ -13,20 +13,29 @@
 // feeding the INSERT of their range_agg): the rows it deletes are exactly
 // the rows it merges, so a row inserted meanwhile stays, and two folds of
 // one destination take turns on its row locks. Every Options.FoldEvery-th
-// Append of a Tier folds, after its checkpoint committed; RecordInTx folds
-// a destination past FoldRowsInTx rows within the caller's transaction.
-// A fold that fails leaves more rows for reads to merge, never fewer
-// ranges.
+// Append of a Tier, after its checkpoint committed, folds the destinations
+// that Tier appended to since its last fold and that hold more than
+// Options.FoldRows rows, reading only their rows (through the index by
+// destination): its cost follows what it wrote, never the table's size.
+// Fold of the whole table is an operator's or a compaction job's.
+// RecordInTx folds a destination past FoldRowsInTx rows within the
+// caller's transaction. A fold that fails leaves more rows for reads to
+// merge, never fewer ranges.
 //
 // A checkpoint's name is bound to its payload: Append inserts (writer,
 // name, digest) in the same transaction as the ranges, so either both
 // commit or neither does. An append of unknown outcome appended again
 // finds its name with the same digest and writes nothing; the same name
-// with another payload is durable.ErrNameReused and writes nothing. Every
-// name is kept (the table has no bound, a row of about a hundred bytes per
-// checkpoint): Landed is exact. Pruning old names is left to the operator
-// (DELETE by committed_at); a name pruned and appended again costs a
-// duplicate union, which is harmless.
+// with another payload is durable.ErrNameReused and writes nothing. Names
+// are kept for Options.NameRetention (15 minutes by default, as the
+// Iceberg tier keeps its snapshots; by the appending Tier's clock): each
+// Append deletes up to PruneBatch of its own writer's older names, and
+// Fold of the whole table (or PruneNames) every writer's. Within the
+// retention Landed is exact and a reused name is ErrNameReused; past it a
+// name may be gone, Landed answers false, and appending it again writes
+// its ranges again: a duplicate union, which changes no coverage (and a
+// reused name then goes unnoticed). A negative retention keeps every
+// name, a row of about a hundred bytes per checkpoint.
 //
 // RecordInTx is the exactly-once path for a relational sink: the coverage
 // insert runs in the caller's transaction, so a sink's rows and their
@@ -39,8 +48,10 @@
 //
 // Open creates the schema and the missing tables (under an advisory lock,
 // so several processes may open at once), and refuses a table of another
-// shape with ErrSchemaMismatch: a table it did not create is never
-// altered. A name column whose collation is not deterministic is another
-// shape: it would compare distinct names equal, one destination's
-// coverage counting as another's.
+// shape with ErrSchemaMismatch. A table it did not create keeps its shape:
+// Open adds to it only the indexes the tier needs where no valid index
+// serves (coverage by (topic, partition, sink), checkpoints by (writer,
+// committed_at)), and changes no column, key or constraint. A name column
+// whose collation is not deterministic is another shape: it would compare
+// distinct names equal, one destination's coverage counting as another's.
 package postgres

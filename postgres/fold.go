@@ -12,31 +12,40 @@ import (
 
 // foldSQL replaces the rows of each destination of $1..$3 that has more
 // than $4 rows with one row: their union, and the last writer and time.
-// It is one statement: the rows it deletes are the rows it merges, so a
-// row inserted meanwhile (not in its snapshot) stays as it is, and a row
-// another fold deleted first is neither deleted nor merged again. Nothing
-// is lost either way; the union is the same. Rows another transaction has
-// locked (its own fold, still open) are passed over (SKIP LOCKED), so a
-// fold neither waits on a caller's open transaction nor deadlocks with
-// it; what it passes over stays as it is for a later fold.
+// Each destination's rows are found through the coverage_destination index
+// (a lateral lookup per destination, which the planner cannot turn into a
+// scan of the table), so a fold reads only the rows it was given and costs
+// what they cost, whatever the table holds. It is one statement: the rows
+// it deletes are the rows it merges, so a row inserted meanwhile (not in
+// its snapshot) stays as it is, and a row another fold deleted first is
+// neither deleted nor merged again. Nothing is lost either way; the union
+// is the same. Rows another transaction has locked (its own fold, still
+// open) are passed over (SKIP LOCKED), so a fold neither waits on a
+// caller's open transaction nor deadlocks with it; what it passes over
+// stays as it is for a later fold.
 const foldSQL = `
-WITH targets AS (
-    SELECT c.sink, c.topic, c.partition
-    FROM %[1]s c
-    JOIN unnest($1::text[], $2::text[], $3::int4[]) AS d(sink, topic, partition)
-      ON c.sink = d.sink AND c.topic = d.topic AND c.partition = d.partition
-    GROUP BY c.sink, c.topic, c.partition
-    HAVING count(*) > $4
+WITH d AS (
+    SELECT DISTINCT sink, topic, partition
+    FROM unnest($1::text[], $2::text[], $3::int4[]) AS d(sink, topic, partition)
+),
+targets AS (
+    SELECT d.sink, d.topic, d.partition
+    FROM d
+    WHERE (SELECT count(*) FROM %[1]s c WHERE c.topic = d.topic AND c.partition = d.partition AND c.sink = d.sink) > $4
 ),
 locked AS (
-    SELECT c.ctid AS row_id
-    FROM %[1]s c
-    JOIN targets t ON c.sink = t.sink AND c.topic = t.topic AND c.partition = t.partition
-    FOR UPDATE OF c SKIP LOCKED
+    SELECT l.row_id
+    FROM targets t
+    CROSS JOIN LATERAL (
+        SELECT c.ctid AS row_id
+        FROM %[1]s c
+        WHERE c.topic = t.topic AND c.partition = t.partition AND c.sink = t.sink
+        FOR UPDATE OF c SKIP LOCKED
+    ) l
 ),
 gone AS (
-    DELETE FROM %[1]s c USING locked l
-    WHERE c.ctid = l.row_id
+    DELETE FROM %[1]s c
+    WHERE c.ctid = ANY (ARRAY(SELECT row_id FROM locked))
     RETURNING c.sink, c.topic, c.partition, c.covered, c.last_writer, c.last_write
 ),
 merged AS (
@@ -79,11 +88,14 @@ func fold(ctx context.Context, tx pgx.Tx, schema string, d dests, over int) (int
 }
 
 // Fold merges the rows of every destination f selects that has more than
-// one into one row: their union, the last writer and time. Checkpoints add
-// rows and every Options.FoldEvery-th Append folds; call it to fold now
-// (after a bulk load, say). Concurrent folds and appends are safe: a fold
-// deletes and merges the same rows in one statement. It returns how many
-// destinations it folded.
+// one into one row: their union, the last writer and time. It reads the
+// whole table (or what f selects) to find them: it is for an operator or a
+// compaction job (after a bulk load, say), while Append folds only what it
+// wrote (Options.FoldEvery). Concurrent folds and appends are safe: a fold
+// deletes and merges the same rows in one statement. Fold of the whole
+// table (the zero Filter) also deletes every writer's checkpoint names
+// older than Options.NameRetention, in batches of PruneBatch. It returns
+// how many destinations it folded.
 func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	if noMatch(f) {
 		return 0, nil
@@ -114,5 +126,23 @@ func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("postgres: fold %+v on %s: %w", f, t.name, err)
 	}
+	if f == (durable.Filter{}) {
+		if _, err := t.PruneNames(ctx); err != nil {
+			return folded, fmt.Errorf("postgres: fold on %s folded %d destinations, then: %w", t.name, folded, err)
+		}
+	}
 	return folded, nil
+}
+
+// foldWritten folds, in a transaction of its own, the destinations d that
+// hold more than Options.FoldRows rows: Append's fold, which reads only
+// their rows.
+func (t *Tier) foldWritten(ctx context.Context, d dests) (int64, error) {
+	var folded int64
+	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		var err error
+		folded, err = fold(ctx, tx, t.opts.Schema, d, t.opts.FoldRows)
+		return err == nil, err
+	})
+	return folded, err
 }

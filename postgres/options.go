@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/covmirror/covmirror/durable"
 )
 
 // DefaultSchema is the schema the tables live in when Options.Schema is
@@ -54,16 +56,55 @@ type Options struct {
 	Now func() time.Time
 
 	// FoldEvery is how many Appends of this Tier pass between folds: every
-	// FoldEvery-th Append, once it has committed, folds each destination
-	// of the schema that has more than one row into one (see Fold). Zero
-	// value: DefaultFoldEvery. Negative: never fold from Append.
+	// FoldEvery-th Append, once it has committed, folds the destinations
+	// this Tier appended to since its last fold that hold more than
+	// FoldRows rows, each into one row (see Fold), in one statement that
+	// reads only their rows. It never folds the whole table; an operator
+	// or compaction job calls Fold for that. Zero value: DefaultFoldEvery.
+	// Negative: never fold from Append.
 	FoldEvery int
+
+	// FoldRows is how many rows a destination may hold before Append's
+	// fold merges them: a destination with more is folded, one with
+	// FoldRows or fewer is left for later, so a fold rewrites rows only
+	// where reads would merge many. At least 1. Zero value:
+	// DefaultFoldRows.
+	FoldRows int
+
+	// NameRetention is how long checkpoint names are kept: each Append
+	// deletes up to PruneBatch of its writer's names committed more than
+	// NameRetention before it (by this Tier's clock, Now), and Fold of the
+	// whole table deletes every writer's. Landed is exact for a name
+	// younger than that; an older name may be gone, and appending it again
+	// is a duplicate union, which changes no coverage. Zero value:
+	// DefaultNameRetention. Negative: keep every name (the table grows by
+	// a row per checkpoint).
+	NameRetention time.Duration
 }
 
 // DefaultFoldEvery is Options.FoldEvery's zero value: a checkpoint is one
-// INSERT, and every eighth of a Tier's also folds the rows checkpoints
-// added, so reads merge few rows per destination.
+// INSERT, and every eighth of a Tier's also folds the destinations the
+// last eight wrote, so reads merge few rows per destination.
 const DefaultFoldEvery = 8
+
+// DefaultFoldRows is Options.FoldRows' zero value: a destination a pod
+// writes at every checkpoint gains eight rows between two of its folds,
+// and is folded at each; one written now and then waits until it has
+// five.
+const DefaultFoldRows = 4
+
+// DefaultNameRetention is Options.NameRetention's zero value, the window
+// in which an append of unknown outcome is found by name: the same as the
+// Iceberg tier's (durable.DefaultExpireOlderThan). At 500 pods
+// checkpointing every second it keeps about 450,000 names.
+const DefaultNameRetention = durable.DefaultExpireOlderThan
+
+// PruneBatch is how many expired names one Append deletes at most (one
+// statement, batched with the name's insert), and the size of each of
+// Fold's deletes: a writer adds one name per Append, so its backlog
+// shrinks by up to PruneBatch-1 per Append, and no statement holds many
+// row locks.
+const PruneBatch = 256
 
 // FoldRowsInTx is how many rows a destination may hold before RecordInTx
 // folds it in the caller's transaction: a writer that only ever records in
@@ -100,6 +141,12 @@ func (o *Options) EnsureDefaults() {
 	if o.FoldEvery == 0 {
 		o.FoldEvery = DefaultFoldEvery
 	}
+	if o.FoldRows == 0 {
+		o.FoldRows = DefaultFoldRows
+	}
+	if o.NameRetention == 0 {
+		o.NameRetention = DefaultNameRetention
+	}
 }
 
 // Validate reports options Open cannot work with.
@@ -115,6 +162,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
 		return fmt.Errorf("postgres: Options.MinBackoff %v and MaxBackoff %v: need 0 <= MinBackoff <= MaxBackoff", o.MinBackoff, o.MaxBackoff)
+	}
+	if o.FoldRows < 1 {
+		return fmt.Errorf("postgres: Options.FoldRows is %d: it must be at least 1 (fold a destination once it has more rows than that)", o.FoldRows)
 	}
 	return nil
 }

@@ -49,11 +49,11 @@ type table struct {
 
 // tables are the tier's tables. Every column is NOT NULL.
 var tables = []table{
-	// coverage has no key and no index: a checkpoint is an append (an
-	// index costs more than the rows), a destination may have several
-	// rows until a fold, and reads scan a table of about one row per
-	// destination. REPLICA IDENTITY FULL lets a publication that
-	// replicates deletes (a fold's) carry them without a key.
+	// coverage has no key: a checkpoint is an append, and a destination
+	// may have several rows until a fold. Its one index (see indexes)
+	// serves reads and folds by destination. REPLICA IDENTITY FULL lets a
+	// publication that replicates deletes (a fold's) carry them without a
+	// key.
 	{"coverage", []column{
 		{"sink", "text"}, {"topic", "text"}, {"partition", "integer"},
 		{"covered", "int8multirange"},
@@ -97,15 +97,21 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// ensureSchema creates the schema and the missing tables, and refuses a
-// table of another shape. When every table is there as expected it
-// writes nothing, so a role without CREATE can open an existing schema.
+// ensureSchema creates the schema, the missing tables and the missing
+// indexes, and refuses a table of another shape. An existing table is
+// never altered: at most an index is added to it (see tableIndex). When
+// every table and index is there as expected it writes nothing, so a role
+// without CREATE can open an existing schema.
 func ensureSchema(ctx context.Context, db interface {
 	querier
 	Begin(ctx context.Context) (pgx.Tx, error)
 }, schema string) error {
 	missing, err := checkShape(ctx, db, schema)
-	if err != nil || len(missing) == 0 {
+	if err != nil {
+		return err
+	}
+	noIndex, err := missingIndexes(ctx, db, schema)
+	if err != nil || len(missing)+len(noIndex) == 0 {
 		return err
 	}
 	tx, err := db.Begin(ctx)
@@ -118,6 +124,12 @@ func ensureSchema(ctx context.Context, db interface {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('covmirror/postgres/schema:' || $1, 0))", schema); err != nil {
 		return fmt.Errorf("postgres: lock for creating schema %q: %w", schema, err)
 	}
+	// Building an index waits for the table's writers to finish and holds
+	// back the next ones meanwhile: a transaction left open on the table
+	// would stop every writer behind it. Give up instead, and say so.
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'"); err != nil {
+		return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+	}
 	stmts := []string{"CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{schema}.Sanitize()}
 	for _, t := range tables {
 		if slices.Contains(missing, t.name) { // a table there already is never altered
@@ -129,10 +141,25 @@ func ensureSchema(ctx context.Context, db interface {
 			return fmt.Errorf("postgres: create schema %q: %s: %w", schema, s, err)
 		}
 	}
+	// Under the lock: another opener may have built them meanwhile.
+	if noIndex, err = missingIndexes(ctx, tx, schema); err != nil {
+		return err
+	}
+	for _, ix := range noIndex {
+		s := ix.createSQL(schema)
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("postgres: schema %q: add the index the tier needs on table %s (no lock within 10s means a transaction is open on the table; a role that does not own the table cannot build it, its owner can, with CONCURRENTLY to let writers on): %s: %w", schema, ix.table, s, err)
+		}
+	}
 	if missing, err := checkShape(ctx, tx, schema); err != nil {
 		return err
 	} else if len(missing) > 0 {
 		return fmt.Errorf("postgres: schema %q: tables %v still missing after creating them", schema, missing)
+	}
+	if noIndex, err := missingIndexes(ctx, tx, schema); err != nil {
+		return err
+	} else if len(noIndex) > 0 {
+		return fmt.Errorf("postgres: schema %q: index %s still missing after creating it: a relation of that name that is not this index is in the schema (rename it, and open again)", schema, noIndex[0].name)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: create schema %q: commit: %w", schema, err)

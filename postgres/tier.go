@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
@@ -29,6 +31,9 @@ type Tier struct {
 	ckpts    string // the quoted checkpoints table
 	retries  atomic.Int64
 	appends  atomic.Int64 // Appends that committed, for Options.FoldEvery
+
+	mu      sync.Mutex
+	written map[coverage.Destination]struct{} // appended to since this Tier's last fold
 }
 
 // The tables are a durable tier.
@@ -106,15 +111,18 @@ func (t *Tier) Close() {
 // already with this payload's digest the checkpoint has landed and nothing
 // is written, with another it is ErrNameReused and nothing is written.
 // Otherwise every destination gets a row holding its ranges; its coverage
-// is the union of its rows (see Fold). Every Options.FoldEvery-th Append
-// then folds, after its checkpoint committed.
+// is the union of its rows (see Fold). The same round trip deletes up to
+// PruneBatch of the writer's names older than Options.NameRetention. Every
+// Options.FoldEvery-th Append then folds the destinations this Tier wrote
+// since its last fold, after its checkpoint committed.
 // MayHaveLanded changes nothing: the name is always looked for, at the
 // cost of the insert that records it.
 //
 // A serialization failure or deadlock rolls the transaction back and is
 // retried (Options.MaxAttempts); any other error, a failed commit among
 // them, is returned and leaves the outcome unknown: append again, and the
-// name row makes that a no-op if the first one landed.
+// name row makes that a no-op if the first one landed (within
+// Options.NameRetention; past it, a duplicate union).
 func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
 	return t.appendWith(ctx, c, nil)
 }
@@ -138,15 +146,16 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 		}
 	}
 	now := t.opts.Now()
+	var written dests // by the attempt that committed
 	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
-		tag, err := tx.Exec(ctx, "INSERT INTO "+t.ckpts+" (writer, name, digest, sinks, ranges, committed_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (writer, name) DO NOTHING",
-			c.Writer, c.Name, digest, sinks, c.Rows(), now)
+		written = dests{}
+		inserted, err := t.recordName(ctx, tx, c, digest, sinks, now)
 		if err != nil {
-			return false, fmt.Errorf("record the name: %w", err)
+			return false, err
 		}
-		switch tag.RowsAffected() {
+		switch inserted {
 		case 1:
-			if _, err := insert(ctx, tx, t.opts.Schema, c.Writer, now, merged); err != nil {
+			if written, err = insert(ctx, tx, t.opts.Schema, c.Writer, now, merged); err != nil {
 				return false, err
 			}
 		case 0:
@@ -161,7 +170,7 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 				return false, nil // landed before: nothing to write
 			}
 		default:
-			return false, fmt.Errorf("recording the name inserted %d rows", tag.RowsAffected())
+			return false, fmt.Errorf("recording the name inserted %d rows", inserted)
 		}
 		if also != nil {
 			if err := also(tx); err != nil {
@@ -173,13 +182,10 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 	if err != nil {
 		return fmt.Errorf("postgres: append %q of %q to %s: %w", c.Name, c.Writer, t.name, err)
 	}
-	if every := t.opts.FoldEvery; every > 0 && t.appends.Add(1)%int64(every) == 0 {
-		// The checkpoint has landed; a failed fold only leaves more rows
-		// for reads to merge, and the next fold takes them.
-		if n, err := t.Fold(ctx, durable.Filter{}); err != nil {
-			t.opts.Logger.Warn("postgres: folding the coverage rows failed; the next fold retries", "tier", t.name, "err", err)
-		} else {
-			t.opts.Logger.Debug("postgres: coverage rows folded", "tier", t.name, "destinations", n)
+	if every := t.opts.FoldEvery; every > 0 {
+		t.noteWritten(written)
+		if t.appends.Add(1)%int64(every) == 0 {
+			t.foldWrittenSince(ctx)
 		}
 	}
 	return nil
@@ -248,21 +254,4 @@ func retryable(err error) bool {
 // MaxBackoff.
 func (t *Tier) sleep(ctx context.Context, attempt int) error {
 	return backoff.Sleep(ctx, backoff.FullJitter(attempt, t.opts.MinBackoff, t.opts.MaxBackoff))
-}
-
-// Landed reports whether writer's checkpoint of that name was committed.
-// Every name is kept (there is no bound), and a name commits in the same
-// transaction as its ranges, so the answer is exact.
-func (t *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
-	if strings.IndexByte(writer, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
-		return false, nil // never stored: Append refuses a NUL
-	}
-	var ok bool
-	err := t.read(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.ckpts+" WHERE writer = $1 AND name = $2)", writer, name).Scan(&ok)
-	})
-	if err != nil {
-		return false, fmt.Errorf("postgres: landed %q of %q on %s: %w", name, writer, t.name, err)
-	}
-	return ok, nil
 }

@@ -219,6 +219,7 @@ func TestOptions(t *testing.T) {
 		{URL: url, Schema: strings.Repeat("a", 64)},
 		{URL: url, MaxAttempts: -1},
 		{URL: url, MinBackoff: time.Second, MaxBackoff: time.Millisecond},
+		{URL: url, FoldRows: -1},
 	} {
 		if _, err := Open(ctx, o); err == nil {
 			t.Errorf("Open accepted %+v", o)
@@ -226,7 +227,8 @@ func TestOptions(t *testing.T) {
 	}
 	var o Options
 	o.EnsureDefaults()
-	if o.Schema != DefaultSchema || o.MaxAttempts != 10 || o.Logger == nil || o.Now == nil {
+	if o.Schema != DefaultSchema || o.MaxAttempts != 10 || o.Logger == nil || o.Now == nil ||
+		o.FoldEvery != DefaultFoldEvery || o.FoldRows != DefaultFoldRows || o.NameRetention != DefaultNameRetention {
 		t.Fatalf("defaults: %+v", o)
 	}
 	// The tier's name never carries the password.
