@@ -72,7 +72,7 @@ const (
 	DefaultMaxBackoff  = 250 * time.Millisecond
 
 	DefaultParallel      = 16
-	DefaultMaxFoldDeltas = 10_000
+	DefaultMaxFoldDeltas = 4_000
 	DefaultNameRetention = 15 * time.Minute
 )
 

@@ -101,6 +101,9 @@ func (s *Tier) readForWrite(ctx context.Context, key, sink string) (*sinkObject,
 	return s.read(ctx, key, sink)
 }
 
+// Layout is how this Tier writes checkpoints (Options.Layout).
+func (s *Tier) Layout() Layout { return s.opts.Layout }
+
 // Name names the tier: the Blobs location and the prefix.
 func (s *Tier) Name() string {
 	if s.opts.Prefix == "" {

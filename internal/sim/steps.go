@@ -65,6 +65,7 @@ func (w *world) checkpoint(ctx context.Context) error {
 // compact compacts the coverage table: the tier, or the object tier's
 // replica.
 func (w *world) compact(ctx context.Context) error {
+	w.fold(ctx)
 	res, err := compaction.Compact(ctx, w.ice, compaction.Options{Job: "sim-compaction", Logger: w.cfg.Logger})
 	if errors.Is(err, compaction.ErrNotSetEqual) {
 		return err
