@@ -38,6 +38,7 @@ type Catalog struct {
 
 	conflicts, commits atomic.Uint64
 	draws              atomic.Uint64
+	won                atomic.Int64 // the summed latency of the attempts that landed, in nanoseconds
 }
 
 // CatalogOptions configures NewCatalog. Every zero value but Inner's is a
@@ -114,6 +115,18 @@ func (c *Catalog) CommitConflicts() uint64 { return c.conflicts.Load() }
 // expired.
 func (c *Catalog) Commits() uint64 { return c.commits.Load() }
 
+// Window is the mean latency of the commit attempts that landed: one
+// pointer takes at most one commit per Window. Attempts that lost were
+// longer on average (a long window meets more commits), so the mean over
+// all attempts would understate the bound.
+func (c *Catalog) Window() time.Duration {
+	n := c.commits.Load()
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(c.won.Load() / int64(n))
+}
+
 func (c *Catalog) latency() time.Duration {
 	span := uint64(c.opts.MaxCommit - c.opts.MinCommit)
 	n := c.draws.Add(1)
@@ -130,7 +143,8 @@ func (c *Catalog) Append(ctx context.Context, cp durable.Checkpoint) error {
 		c.mu.Lock()
 		base := c.version
 		c.mu.Unlock()
-		if err := wait(ctx, c.latency()); err != nil {
+		took := c.latency()
+		if err := wait(ctx, took); err != nil {
 			return fmt.Errorf("sim-catalog: append %q of %q: %w", cp.Name, cp.Writer, err)
 		}
 		c.mu.Lock()
@@ -141,6 +155,7 @@ func (c *Catalog) Append(ctx context.Context, cp durable.Checkpoint) error {
 			if err == nil {
 				c.version++
 				c.commits.Add(1)
+				c.won.Add(int64(took))
 			}
 			c.mu.Unlock()
 			return err

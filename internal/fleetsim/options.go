@@ -201,6 +201,6 @@ func S3Counters(s *S3) func() Counters {
 func CatalogCounters(c *Catalog) func() Counters {
 	return func() Counters {
 		return Counters{Requests: int64(c.Commits() + c.CommitConflicts()), LostRaces: int64(c.CommitConflicts()),
-			Retained: int64(c.Commits()), Window: (c.opts.MinCommit + c.opts.MaxCommit) / 2}
+			Retained: int64(c.Commits()), Window: c.Window()}
 	}
 }
