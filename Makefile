@@ -93,7 +93,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 # 1,000 pods checkpointing into one durable tier, on a simulated S3 and a
 # simulated catalog commit in fake time (synctest), and 500 on the
 # PostgreSQL at 127.0.0.1:5432 in real time, each scenario in a process of
-# its own beside one pod on today's object tier. About 6 minutes on 2
+# its own beside one pod on today's object tier. About 4 minutes on 2
 # cores, most of it PostgreSQL's; FLEET=name,name runs only those.
 FLEET ?=
 bench-fleet: ## a fleet of pods on each durable tier beside one pod (docs/scale.md)
