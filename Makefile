@@ -10,7 +10,7 @@ SIMTIME     ?= 10m
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build test test-slow test-integration rewrite bench fuzz lint ci clean simulate
+.PHONY: help build test test-slow test-integration rewrite bench bench-fleet fuzz lint ci clean simulate
 
 # Each target's line below is its `##` comment.
 help: ## list the targets with what each does
@@ -67,7 +67,8 @@ test-integration: ## tests against real servers: PostgreSQL, MariaDB, SeaweedFS,
 # .ci/seaweedfs.sh's build), run beside the same pods on the object tier
 # (-pods 1,4,16,64 on the go test line measures more pods); the startup of
 # covmirror and covmirror-lite beside a program that only prints. The
-# postgres benchmarks take their own run counts.
+# postgres benchmarks take their own run counts. Last, bench-fleet: a
+# fleet of up to 1,000 pods on each durable tier (docs/scale.md).
 bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./local
@@ -86,6 +87,17 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -tags integration -run '^$$' -bench CheckpointVsPutObject -benchtime 100x ./object
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./postgres
 	$(GO) test -run '^$$' -bench Startup -benchtime 20x ./cmd/covmirror
+	$(MAKE) bench-fleet
+
+# The fleet benchmark (internal/fleetbench on internal/fleetsim): 500 and
+# 1,000 pods checkpointing into one durable tier, on a simulated S3 and a
+# simulated catalog commit in fake time (synctest), and 500 on the
+# PostgreSQL at 127.0.0.1:5432 in real time, each scenario in a process of
+# its own beside one pod on today's object tier. About 4 minutes on 2
+# cores, most of it PostgreSQL's; FLEET=name,name runs only those.
+FLEET ?=
+bench-fleet: ## a fleet of pods on each durable tier beside one pod (docs/scale.md)
+	$(GO) test -v -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 30m ./internal/fleetbench -fleet '$(FLEET)'
 
 # The whole-pod simulation (internal/sim) on seeds from a random first one
 # for SIMTIME; prints the seeds, steps and faults injected by kind, and each
