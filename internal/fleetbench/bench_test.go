@@ -109,6 +109,9 @@ func report(b *testing.B, r, base fleetsim.Result) {
 	b.ReportMetric(float64(r.Tier.Retained), "retained")
 	b.ReportMetric(r.CPU.Seconds(), "cpu-s")
 	b.ReportMetric(r.Bound(), "bound-ckpt/s")
+	for k, v := range r.Extra {
+		b.ReportMetric(v, k)
+	}
 	if base.Checkpoints > 0 && base.P99 > 0 {
 		b.ReportMetric(float64(r.P99)/float64(base.P99), "p99-vs-N=1")
 		perPod := func(x fleetsim.Result) float64 { return x.Achieved() / float64(x.Pods) }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/internal/fleetsim"
@@ -50,6 +51,12 @@ var scenarios = []scenario{
 		setup: objectTier(fleetsim.S3Options{}), opts: fleetsim.Options{Pods: 16, PartitionsPerPod: fullShare, Rounds: 30}},
 	{name: "object-N=64-10s", about: "today's object tier, 64 pods at 10 s",
 		setup: objectTier(fleetsim.S3Options{}), opts: fleetsim.Options{Pods: 64, PartitionsPerPod: fullShare, Interval: 10 * time.Second, Rounds: 6}},
+	{name: "deltas-N=500-1s", about: "the object tier's deltas layout: a write-once object per checkpoint, folded every second by one folder that commits the table every 10 s",
+		setup: deltasTier(fleetsim.S3Options{}), opts: fleetsim.Options{Pods: 500, Rounds: 20, CompactEvery: time.Second}},
+	{name: "deltas-N=500-10s", about: "the deltas layout, 500 pods at 10 s, folded every 10 s",
+		setup: deltasTier(fleetsim.S3Options{}), opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 6, CompactEvery: 10 * time.Second}},
+	{name: "deltas-N=1000-10s", about: "the deltas layout, 1,000 pods at 10 s, folded every 10 s",
+		setup: deltasTier(fleetsim.S3Options{}), opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 6, CompactEvery: 10 * time.Second}},
 	{name: "table-N=500-1s", about: "the coverage table as primary (simulated catalog commit), 500 pods at 1 s",
 		setup: catalogTable, opts: fleetsim.Options{Pods: 500, Rounds: 30}},
 	{name: "table-N=500-10s", about: "the coverage table as primary (simulated catalog commit), 500 pods at 10 s",
@@ -73,6 +80,67 @@ func objectTier(s3 fleetsim.S3Options) func(t *testing.T, o *fleetsim.Options) {
 			return object.Open(ctx, object.Options{Blobs: s})
 		}
 		o.Stats = fleetsim.S3Counters(s)
+	}
+}
+
+// commitEvery is how often the committer commits the table: once per
+// interval of the replica job it stands for.
+const commitEvery = 10 * time.Second
+
+// deltasTier is the object tier's deltas layout over one simulated bucket,
+// a handle per pod. The compactor is the fleet role's work: a fold each
+// run, and at most every commitEvery the table's one committer, which reads the
+// folded primary and commits it to the simulated catalog in one commit
+// (the replica job). Extra reports the folds and the table's commits.
+func deltasTier(s3 fleetsim.S3Options) func(t *testing.T, o *fleetsim.Options) {
+	return func(t *testing.T, o *fleetsim.Options) {
+		s3.Seed = o.Seed
+		s, err := fleetsim.NewS3(s3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.OpenTier = func(ctx context.Context, _ int) (durable.Tier, error) {
+			return object.Open(ctx, object.Options{Blobs: s, Layout: object.LayoutDeltas})
+		}
+		o.Stats = fleetsim.S3Counters(s)
+		// The folder writes many bases at once: S3 takes far more
+		// requests in parallel than one key's window allows in series.
+		folder, err := object.Open(context.Background(), object.Options{Blobs: s, Layout: object.LayoutDeltas, Parallel: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := fleetsim.NewCatalog(fleetsim.CatalogOptions{Inner: fleetsim.NewMemTier(), Seed: o.Seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs, commits int
+		var last time.Time
+		o.Compactor = func(ctx context.Context) error {
+			runs++
+			if _, err := folder.Fold(ctx); err != nil {
+				return err
+			}
+			if time.Since(last) < commitEvery {
+				return nil
+			}
+			last = time.Now()
+			all, err := folder.Coverage(ctx, durable.Filter{})
+			if err != nil {
+				return err
+			}
+			c := durable.Checkpoint{Writer: "committer", Name: fmt.Sprintf("commit-%d", runs)}
+			for d, set := range all {
+				c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: d, Ranges: set.Ranges()})
+			}
+			if err := table.Append(ctx, c); err != nil {
+				return err
+			}
+			commits++
+			return nil
+		}
+		o.Extra = func() map[string]float64 {
+			return map[string]float64{"folds": float64(runs), "table-commits": float64(commits)}
+		}
 	}
 }
 

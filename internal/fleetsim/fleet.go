@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ type Result struct {
 	// with coverage, batches per partition summed.
 	Destinations int
 	Batches      uint64
+	// Extra are Options.Extra's figures.
+	Extra map[string]float64 `json:",omitempty"`
 }
 
 // Offered is the checkpoints a second the pods asked for: one per pod per
@@ -98,6 +101,9 @@ func (r Result) String() string {
 	}
 	fmt.Fprintf(&b, "  CPU %.1f s; compactions %d (%d failed); %d destinations, %d batches recorded\n",
 		r.CPU.Seconds(), r.Compactions, r.CompactionFailures, r.Destinations, r.Batches)
+	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+		fmt.Fprintf(&b, "  %s %.2f\n", k, r.Extra[k])
+	}
 	return b.String()
 }
 
@@ -182,6 +188,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	res.CPU = cpuTime() - cpu0
 	if opts.Stats != nil {
 		res.Tier = opts.Stats().sub(before)
+	}
+	if opts.Extra != nil {
+		res.Extra = opts.Extra()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return res, err

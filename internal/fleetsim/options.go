@@ -72,6 +72,10 @@ type Options struct {
 	// rounds added.
 	Stats func() Counters
 
+	// Extra, when set, samples figures of the scenario's own (the table
+	// commits of a committer, say) when the rounds end, into Result.Extra.
+	Extra func() map[string]float64
+
 	// Logger receives a line per phase. Zero value: discard.
 	Logger *slog.Logger
 }
