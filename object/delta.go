@@ -1,10 +1,12 @@
 package object
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/covmirror/covmirror/durable"
 )
@@ -34,9 +36,9 @@ func (s *Tier) appendDelta(ctx context.Context, c durable.Checkpoint) error {
 		s.stats.appends.Add(1)
 		return nil
 	}
-	key := deltaKey(s.opts.Prefix, c.Writer, c.Name)
+	key := deltaKey(s.opts.Prefix, c.Writer, c.Name, d.Digest)
 	if c.MayHaveLanded {
-		found, err := s.findDelta(ctx, key, d)
+		found, err := s.findDelta(ctx, d)
 		if err != nil {
 			return fmt.Errorf("object: append %q of %q: %w", c.Name, c.Writer, err)
 		}
@@ -56,23 +58,18 @@ func (s *Tier) appendDelta(ctx context.Context, c durable.Checkpoint) error {
 			return nil
 		}
 		if errors.Is(err, ErrPrecondition) {
+			// The key is taken: by this very payload (its name and digest
+			// are the key), an earlier attempt whose answer was lost. The
+			// refusal is not trusted alone: the delta is read back, or found
+			// folded.
 			s.stats.preconditions.Add(1)
-			same, gerr := s.sameDelta(ctx, key, d)
-			switch {
-			case gerr == nil && same:
+			there, verr := s.deltaThere(ctx, key, d)
+			if verr == nil && there {
 				s.stats.skipped.Add(1)
 				s.stats.appends.Add(1)
 				return nil
-			case gerr == nil:
-				return fmt.Errorf("object: %w: %q wrote %q with another payload (%s): give every distinct checkpoint its own name",
-					durable.ErrNameReused, c.Writer, c.Name, key)
-			case errors.Is(gerr, ErrNotFound):
-				err = gerr // folded and deleted meanwhile: creating it again is a harmless duplicate
-			case unreadable(gerr):
-				return fmt.Errorf("object: append %q of %q: the delta %s is taken and cannot be read (move it aside): %w", c.Name, c.Writer, key, gerr)
-			default:
-				err = gerr
 			}
+			err = cmp.Or(verr, err)
 		} else {
 			s.stats.unknown.Add(1)
 			s.opts.Logger.Warn("object: write of unknown outcome; trying again", "key", key, "attempt", attempt, "err", err)
@@ -87,14 +84,18 @@ func (s *Tier) appendDelta(ctx context.Context, c durable.Checkpoint) error {
 	}
 }
 
-// sameDelta reads the delta under key and reports whether it is d's
-// checkpoint: the same writer, name and payload digest.
-func (s *Tier) sameDelta(ctx context.Context, key string, d *delta) (bool, error) {
+// deltaThere reports whether d is under key, or was folded (a fold log
+// names it with its digest).
+func (s *Tier) deltaThere(ctx context.Context, key string, d *delta) (bool, error) {
 	got, err := s.readDelta(ctx, key)
-	if err != nil {
+	switch {
+	case err == nil:
+		return got.Digest == d.Digest, nil
+	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}
-	return got.Writer == d.Writer && got.Name == d.Name && got.Digest == d.Digest, nil
+	e, found, err := s.inFoldLogs(ctx, d.Writer, d.Name)
+	return found && e.Digest == d.Digest, err
 }
 
 // readDelta reads and decodes the delta under key, checking that it is
@@ -111,25 +112,28 @@ func (s *Tier) readDelta(ctx context.Context, key string) (*delta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)
 	}
-	if deltaKey(s.opts.Prefix, d.Writer, d.Name) != key {
+	if deltaKey(s.opts.Prefix, d.Writer, d.Name, d.Digest) != key {
 		return nil, fmt.Errorf("%s of %s (left as it is): %w: it holds %q of %q, another key's", key, s.opts.Blobs.Name(), ErrCorruptObject, d.Name, d.Writer)
 	}
 	return d, nil
 }
 
-// findDelta reports whether d's checkpoint landed: as the delta under
-// key, in a fold log once folded, or in the sink objects (an attempt made
-// before this process's layout changed). Found with another payload, the
-// name was reused: ErrNameReused.
-func (s *Tier) findDelta(ctx context.Context, key string, d *delta) (bool, error) {
-	same, err := s.sameDelta(ctx, key, d)
-	switch {
-	case err == nil && same:
-		return true, nil
-	case err == nil:
-		return false, fmt.Errorf("%w: %q wrote %q with another payload (%s): give every distinct checkpoint its own name", durable.ErrNameReused, d.Writer, d.Name, key)
-	case !errors.Is(err, ErrNotFound):
+// findDelta reports whether d's checkpoint landed: as a delta, in a fold
+// log once folded, or in the sink objects (an attempt made before this
+// process's layout changed). Found with another payload, the name was
+// reused: ErrNameReused.
+func (s *Tier) findDelta(ctx context.Context, d *delta) (bool, error) {
+	digests, err := s.deltaDigests(ctx, d.Writer, d.Name)
+	if err != nil {
 		return false, err
+	}
+	for _, got := range digests {
+		if got != d.Digest {
+			return false, fmt.Errorf("%w: %q wrote %q with another payload (a delta of digest %x): give every distinct checkpoint its own name", durable.ErrNameReused, d.Writer, d.Name, got)
+		}
+	}
+	if len(digests) > 0 {
+		return true, nil
 	}
 	e, found, err := s.inFoldLogs(ctx, d.Writer, d.Name)
 	if err != nil || found {
@@ -141,21 +145,30 @@ func (s *Tier) findDelta(ctx context.Context, key string, d *delta) (bool, error
 	return s.landedInSinkObjects(ctx, d.Writer, d.Name)
 }
 
+// deltaDigests lists the digests of writer's deltas of that name not yet
+// folded: one key per payload.
+func (s *Tier) deltaDigests(ctx context.Context, writer, name string) ([][digestLen]byte, error) {
+	p := namePrefix(s.opts.Prefix, writer, name)
+	keys, err := s.opts.Blobs.List(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list %s of %s: %w", p, s.opts.Blobs.Name(), err)
+	}
+	var out [][digestLen]byte
+	for _, k := range keys {
+		rest := strings.TrimPrefix(k, p)
+		if raw, err := hex.DecodeString(rest); err == nil && len(raw) == digestLen && isDeltaKey(s.opts.Prefix, k) {
+			out = append(out, [digestLen]byte(raw))
+		}
+	}
+	return out, nil
+}
+
 // landedDelta reports whether writer's checkpoint name is a delta not yet
 // folded, or in a fold log (within Options.NameRetention of its fold).
 func (s *Tier) landedDelta(ctx context.Context, writer, name string) (bool, error) {
-	_, err := s.readDelta(ctx, deltaKey(s.opts.Prefix, writer, name))
-	switch {
-	case err == nil:
-		return true, nil
-	case unreadable(err):
-		// Counted as not landed, as an unreadable sink object is: the
-		// re-append finds the key taken and fails, naming it, and every
-		// reader fails on it until it is restored or moved aside.
-		s.opts.Logger.Warn("object: an unreadable delta counts as not landed", "writer", writer, "checkpoint", name, "err", err)
-		return false, nil
-	case !errors.Is(err, ErrNotFound):
-		return false, err
+	digests, err := s.deltaDigests(ctx, writer, name)
+	if err != nil || len(digests) > 0 {
+		return len(digests) > 0, err
 	}
 	_, found, err := s.inFoldLogs(ctx, writer, name)
 	return found, err

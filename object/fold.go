@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -35,9 +36,7 @@ func (s *Tier) Fold(ctx context.Context) (FoldResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("object: fold: %w", err)
 	}
-	if len(keys) > s.opts.MaxFoldDeltas {
-		keys = keys[:s.opts.MaxFoldDeltas]
-	}
+	keys = fairShare(s.opts.Prefix, keys, s.opts.MaxFoldDeltas)
 	var mu sync.Mutex
 	deltas := map[string]*delta{}
 	err = s.each(ctx, keys, func(ctx context.Context, key string) error {
@@ -249,4 +248,31 @@ func mergeDest(o *sinkObject, ds destState) {
 	if ds.LastWrite > t.LastWrite {
 		t.LastWriter, t.LastWrite = ds.LastWriter, ds.LastWrite
 	}
+}
+
+// fairShare is at most n of keys, taken from each writer in turn, so that
+// one writer's many deltas never keep another's waiting.
+func fairShare(prefix string, keys []string, n int) []string {
+	if len(keys) <= n {
+		return keys
+	}
+	var writers [][]string // keys are listed in order, so each writer's are together
+	last := ""
+	for _, k := range keys {
+		w, _, _ := strings.Cut(strings.TrimPrefix(k, prefix+deltasDir), "/")
+		if len(writers) == 0 || w != last {
+			writers = append(writers, nil)
+			last = w
+		}
+		writers[len(writers)-1] = append(writers[len(writers)-1], k)
+	}
+	out := make([]string, 0, n)
+	for i := 0; len(out) < n; i++ {
+		for _, ks := range writers {
+			if i < len(ks) && len(out) < n {
+				out = append(out, ks[i])
+			}
+		}
+	}
+	return out
 }

@@ -30,7 +30,7 @@ const (
 
 // The key spaces under Options.Prefix.
 const (
-	deltasDir = "deltas/" // deltas/<writer>/<name>: one checkpoint each, write-once
+	deltasDir = "deltas/" // deltas/<writer>/<name>.<digest>: one checkpoint each, write-once
 	basesDir  = "bases/"  // bases/<topic>/<group>: folded coverage of a partition group, every sink
 	foldsDir  = "folds/"  // folds/<time>-<random>: the names each fold folded, write-once
 )
@@ -55,9 +55,17 @@ func nameKey(name string) string {
 	return enc
 }
 
-// deltaKey is the key of writer's checkpoint name.
-func deltaKey(prefix, writer, name string) string {
-	return prefix + deltasDir + nameKey(writer) + "/" + nameKey(name)
+// deltaKey is the key of writer's checkpoint name with that payload
+// digest. The digest in the key makes a key's content fixed for ever: a
+// name reused with another payload is another key, so a fold that deletes
+// a key it read deletes nothing it did not fold.
+func deltaKey(prefix, writer, name string, digest [digestLen]byte) string {
+	return namePrefix(prefix, writer, name) + hex.EncodeToString(digest[:])
+}
+
+// namePrefix is what every delta key of writer's name begins with.
+func namePrefix(prefix, writer, name string) string {
+	return prefix + deltasDir + nameKey(writer) + "/" + nameKey(name) + "."
 }
 
 // baseKey is the key of the base that holds topic's partition.
@@ -75,10 +83,34 @@ func groupOf(topic string, partition int32) group { return group{topic, partitio
 
 func (g group) key(prefix string) string { return baseKey(prefix, g.topic, g.n*GroupSize) }
 
-// isDeltaKey reports whether key, listed under deltas/, is a delta's: two
-// segments below the directory. Anything else there is not ours and is
-// left alone.
+// isDeltaKey reports whether key, listed under deltas/, has a delta key's
+// shape: WRITER/NAME.DIGEST. Anything else there is not ours and is left
+// alone.
 func isDeltaKey(prefix, key string) bool {
 	rest, ok := strings.CutPrefix(key, prefix+deltasDir)
-	return ok && strings.Count(rest, "/") == 1 && !strings.HasPrefix(rest, "/") && !strings.HasSuffix(rest, "/")
+	writer, rest, ok2 := strings.Cut(rest, "/")
+	name, digest, ok3 := strings.Cut(rest, ".")
+	return ok && ok2 && ok3 && writer != "" && name != "" && validSegment(writer) && validSegment(name) && isHex(digest, 2*digestLen)
 }
+
+// isBaseKey reports whether key, listed under bases/, has a base key's
+// shape: TOPIC/GROUP, the group in eight digits.
+func isBaseKey(prefix, key string) bool {
+	rest, ok := strings.CutPrefix(key, prefix+basesDir)
+	topic, group, ok2 := strings.Cut(rest, "/")
+	return ok && ok2 && topic != "" && validSegment(topic) && len(group) == 8 && strings.Trim(group, "0123456789") == ""
+}
+
+// validSegment: nameKey's alphabet only.
+func validSegment(s string) bool {
+	return strings.Trim(s, "0123456789abcdefghijklmnopqrstuv-") == ""
+}
+
+func isHex(s string, n int) bool {
+	return len(s) == n && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// reservedDirs are the key spaces a Tier lists: a Prefix may not begin
+// with one, or another deployment's objects under it would be listed as
+// this one's.
+var reservedDirs = []string{sinksDir, deltasDir, basesDir, foldsDir, "positions/"}

@@ -122,7 +122,7 @@ func TestDeltaBytesFollowTheCheckpoint(t *testing.T) {
 			{Destination: coverage.Destination{Sink: "lake", Topic: "orders", Partition: 7}, Ranges: []coverage.Range{{Start: 300, End: 310}}}}}
 	}
 	for _, layout := range []Layout{LayoutSinkObjects, LayoutDeltas} {
-		s, err := Open(ctx, Options{Blobs: counting, Prefix: string(layout) + "/", Layout: layout})
+		s, err := Open(ctx, Options{Blobs: counting, Prefix: "layout-" + string(layout) + "/", Layout: layout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestDeltaBytesFollowTheCheckpoint(t *testing.T) {
 		}
 		counting.take()
 		// A fresh process: no cached object to write from.
-		s, _ = Open(ctx, Options{Blobs: counting, Prefix: string(layout) + "/", Layout: layout})
+		s, _ = Open(ctx, Options{Blobs: counting, Prefix: "layout-" + string(layout) + "/", Layout: layout})
 		if err := s.Append(ctx, small("small")); err != nil {
 			t.Fatal(err)
 		}

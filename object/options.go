@@ -122,6 +122,11 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	for _, dir := range reservedDirs {
+		if strings.HasPrefix(o.Prefix, dir) {
+			return fmt.Errorf("object: Options.Prefix %q begins with %q, where a Tier without a prefix keeps its objects: choose another first segment", o.Prefix, dir)
+		}
+	}
 	if o.MaxAttempts < 1 {
 		return fmt.Errorf("object: Options.MaxAttempts is %d: it must be positive", o.MaxAttempts)
 	}

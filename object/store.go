@@ -47,7 +47,7 @@ import (
 // of them holds the name: a partly written checkpoint has not landed.
 type Tier struct {
 	opts  Options
-	stats struct{ appends, writes, preconditions, unknown, skipped atomic.Int64 }
+	stats struct{ appends, writes, preconditions, unknown, skipped, unreadable atomic.Int64 }
 
 	// last is, per sink key, the object as this Tier last wrote it, with
 	// its version: the next Append to the sink takes it out (so that no
@@ -119,12 +119,13 @@ type Stats struct {
 	Preconditions int64 // conditional writes refused: another writer wrote first
 	Unknown       int64 // writes that failed otherwise, of unknown outcome
 	Skipped       int64 // sink objects already holding the checkpoint's name
+	Unreadable    int64 // deltas left out of a read: they cannot be read
 }
 
 // Stats returns the counters.
 func (s *Tier) Stats() Stats {
 	return Stats{Appends: s.stats.appends.Load(), Writes: s.stats.writes.Load(), Preconditions: s.stats.preconditions.Load(),
-		Unknown: s.stats.unknown.Load(), Skipped: s.stats.skipped.Load()}
+		Unknown: s.stats.unknown.Load(), Skipped: s.stats.skipped.Load(), Unreadable: s.stats.unreadable.Load()}
 }
 
 // Append merges the checkpoint's ranges into each of its sinks' objects.

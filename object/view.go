@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -51,6 +50,15 @@ func (s *Tier) view(ctx context.Context, f durable.Filter, visit func(coverage.D
 			mu.Lock()
 			gone = true
 			mu.Unlock()
+			return nil
+		}
+		if unreadable(err) {
+			// A delta carries any sinks, so failing on it would fail every
+			// read of every sink. Its ranges are left out: coverage lags
+			// (replayed, never claimed), the error is logged and counted,
+			// and Fold leaves it where it is for an operator.
+			s.stats.unreadable.Add(1)
+			s.opts.Logger.Error("object: a delta cannot be read and is left out of this read (coverage lags until it is restored, or its batches are replayed); restore it or move it aside", "key", key, "err", err)
 			return nil
 		}
 		if err != nil {
@@ -104,7 +112,7 @@ func (s *Tier) baseKeys(ctx context.Context, f durable.Filter) ([]string, error)
 	}
 	out := keys[:0]
 	for _, k := range keys {
-		if rest := strings.TrimPrefix(k, s.opts.Prefix+basesDir); strings.Count(rest, "/") == 1 {
+		if isBaseKey(s.opts.Prefix, k) {
 			out = append(out, k)
 		}
 	}
