@@ -9,8 +9,9 @@
 //     sink meets every other at that one compare-and-swap: right for a
 //     handful of pods.
 //   - The deltas layout: each checkpoint is one new object (a delta,
-//     created with If-None-Match under deltas/<writer>/<name>), which no
-//     other writer ever touches, of the size of what it carries. Fold, run
+//     created with If-None-Match under deltas/<writer>/<name>.<digest>,
+//     so a key's content never changes), which no other writer ever
+//     touches, of the size of what it carries. Fold, run
 //     by one process of the deployment (two at once only waste work),
 //     merges the deltas, and the sink objects of the sinks layout, into
 //     bases, one per topic and group of GroupSize partitions holding every
@@ -25,6 +26,10 @@
 // touch was written with them. A reader reads the sink objects, then the
 // bases, then the deltas it listed before the bases; a listed delta gone
 // when read was folded meanwhile, and the bases are read again (see view).
+// A delta that cannot be read (corrupt, or a newer build's) is left out of
+// reads, logged and counted (Stats.Unreadable), and never folded or
+// deleted: it carries any sinks, so failing on it would stop every reader;
+// leaving it out lags (its batches are replayed), never leads.
 //
 // # The invariant it owns
 //
