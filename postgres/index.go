@@ -21,14 +21,16 @@ type tableIndex struct {
 // indexes are the tier's indexes besides the primary keys. Neither is
 // unique: a destination has several rows until a fold.
 var indexes = []tableIndex{
+	// Append's pruning of its writer's expired names; lookups by (writer,
+	// name) use the primary key. First: Open builds them in this order,
+	// the order in which Append locks the tables, so a build beside
+	// running writers does not cross them into a deadlock.
+	{"checkpoints_writer_committed", "checkpoints", []string{"writer", "committed_at"}},
 	// Every read and fold by destination: topic first, so that the
 	// recovery planner's and a new owner's reads of a (topic, partition)
 	// across its sinks use it as a fold's lookups of whole destinations
 	// do. A read by sink alone scans the table.
 	{"coverage_destination", "coverage", []string{"topic", "partition", "sink"}},
-	// Append's pruning of its writer's expired names; lookups by (writer,
-	// name) use the primary key.
-	{"checkpoints_writer_committed", "checkpoints", []string{"writer", "committed_at"}},
 }
 
 // createSQL is ix's CREATE INDEX IF NOT EXISTS in schema.

@@ -88,7 +88,18 @@ func (t *Tier) init(ctx context.Context) error {
 	if err := checkServerVersion(num); err != nil {
 		return err
 	}
-	return ensureSchema(ctx, t.pool, t.opts.Schema)
+	// Building the indexes beside running writers can still lose to
+	// PostgreSQL's deadlock detector: it rolled back, so open again.
+	for attempt := 1; ; attempt++ {
+		err := ensureSchema(ctx, t.pool, t.opts.Schema)
+		if err == nil || !retryable(err) || attempt >= t.opts.MaxAttempts {
+			return err
+		}
+		t.retries.Add(1)
+		if err := t.sleep(ctx, attempt); err != nil {
+			return err
+		}
+	}
 }
 
 // Retries counts the transactions this Tier ran again after PostgreSQL
@@ -160,7 +171,14 @@ func (t *Tier) appendWith(ctx context.Context, c durable.Checkpoint, also func(p
 			}
 		case 0:
 			var had string
-			if err := tx.QueryRow(ctx, "SELECT digest FROM "+t.ckpts+" WHERE writer = $1 AND name = $2", c.Writer, c.Name).Scan(&had); err != nil {
+			err := tx.QueryRow(ctx, "SELECT digest FROM "+t.ckpts+" WHERE writer = $1 AND name = $2", c.Writer, c.Name).Scan(&had)
+			if errors.Is(err, pgx.ErrNoRows) {
+				// Pruned between the insert that met it and this read (a
+				// name past NameRetention): the whole transaction again,
+				// whose insert then records it.
+				return false, errNamePruned
+			}
+			if err != nil {
 				return false, fmt.Errorf("read the name's digest: %w", err)
 			}
 			if had != digest {
@@ -247,8 +265,12 @@ func (t *Tier) begin(ctx context.Context) (pgx.Tx, error) {
 // safe.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.Is(err, errNamePruned) || (errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01"))
 }
+
+// errNamePruned: a checkpoint's name was pruned while its append looked at
+// it; the append runs again.
+var errNamePruned = errors.New("the checkpoint's name was pruned meanwhile")
 
 // sleep waits before retry attempt n: full jitter between MinBackoff and
 // MaxBackoff.
