@@ -5,6 +5,7 @@ package object
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/durable/durabletest"
 	"github.com/covmirror/covmirror/internal/seaweedtest"
+	"github.com/covmirror/covmirror/internal/testseed"
 )
 
 // seaweedBucket starts SeaweedFS and creates a plain bucket on its S3
@@ -80,6 +82,28 @@ func TestSeaweedFSTierConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s
+		}
+	}})
+}
+
+// TestSeaweedFSDeltasConformance runs the conformance suite on the deltas
+// layout in a real SeaweedFS bucket, each client folding after some of its
+// appends, so that folds race appends and each other on real S3.
+func TestSeaweedFSDeltasConformance(t *testing.T) {
+	endpoint := seaweedBucket(t, "deltas")
+	seed := testseed.Seed(t)
+	n := 0
+	durabletest.Run(t, durabletest.Harness{Light: testing.Short(), New: func(t *testing.T) func(t *testing.T) durable.Tier {
+		n++
+		prefix := fmt.Sprintf("scenario-%d/", n)
+		clients := uint64(0)
+		return func(t *testing.T) durable.Tier {
+			clients++
+			s, err := Open(context.Background(), Options{Blobs: openS3(t, endpoint, "deltas", prefix, nil), Layout: LayoutDeltas})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &foldingTier{Tier: s, t: t, rng: rand.New(rand.NewPCG(seed, uint64(n)<<16|clients))}
 		}
 	}})
 }

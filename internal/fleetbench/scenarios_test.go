@@ -63,6 +63,10 @@ var scenarios = []scenario{
 		setup: catalogTable, opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 6}},
 	{name: "table-N=1000-10s", about: "the coverage table as primary, 1,000 pods at 10 s",
 		setup: catalogTable, opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 6}},
+	{name: "postgres-N=500-1s", about: "PostgreSQL for real (127.0.0.1:5432), real time: 500 pods at 1 s over 8 pools of 4 connections", realTime: true,
+		setup: postgresTier, opts: fleetsim.Options{Pods: 500, Rounds: 5}},
+	{name: "postgres-N=1000-10s", about: "PostgreSQL for real, real time: 1,000 pods at 10 s over 8 pools of 4 connections", realTime: true,
+		setup: postgresTier, opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 3}},
 	{name: "postgres-N=500-10s", about: "PostgreSQL for real (127.0.0.1:5432), real time: 500 pods over 8 pools of 4 connections", realTime: true,
 		setup: postgresTier, opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 3}},
 }
