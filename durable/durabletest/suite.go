@@ -162,7 +162,9 @@ func randomPartitions(rng *rand.Rand) []coverage.TopicPartition {
 // combined by AND, and a list longer than a tier may name one by one.
 func checkPartitions(t *testing.T, m model, tier durable.Tier) {
 	t.Helper()
-	tp := func(topic string, p int32) coverage.TopicPartition { return coverage.TopicPartition{Topic: topic, Partition: p} }
+	tp := func(topic string, p int32) coverage.TopicPartition {
+		return coverage.TopicPartition{Topic: topic, Partition: p}
+	}
 	one := int32(1)
 	var many []coverage.TopicPartition
 	for p := range int32(100) {
