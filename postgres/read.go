@@ -162,3 +162,40 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 func (t *Tier) read(ctx context.Context, fn func(pgx.Tx) error) error {
 	return t.inTx(ctx, func(tx pgx.Tx) (bool, error) { return false, fn(tx) })
 }
+
+// TopicSinks returns, for each of topics with rows (every topic, for none
+// given), the sinks with rows of it, without their coverage: what a plan of
+// a few partitions needs to know of the rest of their topics
+// (recovery.SinkLister).
+func (t *Tier) TopicSinks(ctx context.Context, topics []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	want := make([]string, 0, len(topics))
+	for _, topic := range topics {
+		if strings.IndexByte(topic, 0) < 0 { // see noMatch
+			want = append(want, topic)
+		}
+	}
+	if len(topics) > 0 && len(want) == 0 {
+		return out, nil
+	}
+	err := t.read(ctx, func(tx pgx.Tx) error {
+		clear(out)
+		rows, err := tx.Query(ctx, "SELECT DISTINCT topic, sink FROM "+t.coverage+" WHERE cardinality($1::text[]) = 0 OR topic = ANY($1)", want)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var topic, sink string
+			if err := rows.Scan(&topic, &sink); err != nil {
+				return err
+			}
+			out[topic] = append(out[topic], sink)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the sinks of topics %q of %s: %w", topics, t.name, err)
+	}
+	return out, nil
+}
