@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -229,7 +230,7 @@ func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOpti
 	if err := validSinks(opts.Sinks); err != nil {
 		return nil, err
 	}
-	in := planInput{all: all, topicSinks: topicSinks(all, opts.Reference)}
+	in := planInput{all: all}
 	if len(all) > 0 && !hasSink(all, opts.Reference) {
 		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
 	}
@@ -237,7 +238,8 @@ func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOpti
 }
 
 // planCoverage plans the partitions opts.Select selects of in.all, each
-// against every sink in.topicSinks and opts.Sinks name for its topic.
+// against every sink with rows of its topic (in.all's, in.listed's) and
+// every sink of opts.Sinks.
 // Every step is linear in in.all and the tasks (and a sort).
 func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 	selected := partitionsOf(opts.Select)
@@ -246,47 +248,58 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 		selects := keep
 		keep = func(d coverage.Destination) bool { return selects(d) && opts.Only(d) }
 	}
-	refs := map[TopicPartition]*coverage.RangeSet{}
+	// One pass over the coverage: each selected partition's reference and
+	// the hull of its sinks (see sinkHulls).
+	parts := make(map[TopicPartition]partPlan, len(in.all)/2)
 	for d, set := range in.all {
-		if d.Sink == opts.Reference && selected(d) {
-			refs[d.TopicPartition()] = set
+		if d.Sink != opts.Reference {
+			in.addSink(d) // of every partition read: a topic's sinks
 		}
-	}
-	hulls := sinkHulls(in.all, opts.Reference)
-	for tp := range hulls {
-		if refs[tp] == nil && selected(coverage.Destination{Topic: tp.Topic, Partition: tp.Partition}) {
-			refs[tp] = new(coverage.RangeSet)
+		if !selected(d) {
+			continue
 		}
+		tp := d.TopicPartition()
+		p := parts[tp]
+		if d.Sink == opts.Reference {
+			p.ref = set
+		} else {
+			p.hull = widen(p.hull, set)
+		}
+		parts[tp] = p
 	}
 	extents, err := extentsByPartition(opts.Extents)
 	if err != nil {
 		return nil, err
 	}
 	for tp := range extents {
-		if refs[tp] == nil && selected(coverage.Destination{Topic: tp.Topic, Partition: tp.Partition}) {
-			refs[tp] = new(coverage.RangeSet)
+		if _, ok := parts[tp]; !ok && selected(coverage.Destination{Topic: tp.Topic, Partition: tp.Partition}) {
+			parts[tp] = partPlan{}
 		}
 	}
 	// Each topic's sinks, deduplicated once: per partition they would cost
 	// a sort of the topic's every (sink, partition).
 	sinksOf := map[string][]string{}
-	var tasks []Task
-	for _, tp := range slices.SortedFunc(maps.Keys(refs), compareTopicPartition) {
-		ref := refs[tp]
+	// Tasks per sink, each in destination and batch order as the loop
+	// makes them: joined in sink order they need no sort.
+	bySink := map[string][]Task{}
+	none := new(coverage.RangeSet)
+	for _, tp := range slices.SortedFunc(maps.Keys(parts), compareTopicPartition) {
+		p := parts[tp]
+		ref := cmp.Or(p.ref, none)
 		d := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
 		if err := d.Validate(); err != nil {
 			return nil, coverage.DestinationError("plan", d, err)
 		}
 		if keep(d) {
-			holes, err := ReferenceHoles(ref, hulls[tp], extents[tp])
+			holes, err := ReferenceHoles(ref, p.hull, extents[tp])
 			if err != nil {
 				return nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 			}
-			tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
+			bySink[d.Sink] = appendGapTasks(bySink[d.Sink], d, KindVerifyReference, &holes)
 		}
 		sinks, ok := sinksOf[tp.Topic]
 		if !ok {
-			sinks = uniq(append(slices.Clone(opts.Sinks), in.topicSinks[tp.Topic]...))
+			sinks = uniq(append(slices.Clone(opts.Sinks), in.sinksOf(tp.Topic)...))
 			sinksOf[tp.Topic] = sinks
 		}
 		for _, sink := range sinks {
@@ -294,17 +307,17 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 			if sink == opts.Reference || !keep(target) {
 				continue
 			}
-			covered := in.all[target]
-			if covered == nil {
-				covered = new(coverage.RangeSet)
-			}
+			covered := cmp.Or(in.all[target], none)
 			gaps := coverage.Gaps(ref, covered)
-			tasks = append(tasks, gapTasks(target, KindReplay, &gaps)...)
+			bySink[sink] = appendGapTasks(bySink[sink], target, KindReplay, &gaps)
 		}
+	}
+	var tasks []Task
+	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
+		tasks = append(tasks, bySink[sink]...)
 	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.
-	sortTasks(tasks)
 	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
 }
 
@@ -312,11 +325,23 @@ func compareTopicPartition(a, b TopicPartition) int { return a.Compare(b) }
 
 // gapTasks is one task of kind per range of gaps, in order.
 func gapTasks(d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet) []Task {
-	var out []Task
+	return appendGapTasks(nil, d, kind, gaps)
+}
+
+// appendGapTasks is tasks with gapTasks(d, kind, gaps) appended.
+func appendGapTasks(tasks []Task, d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet) []Task {
 	for r := range gaps.All() {
-		out = append(out, Task{Destination: d, Range: r, Kind: kind})
+		tasks = append(tasks, Task{Destination: d, Range: r, Kind: kind})
 	}
-	return out
+	return tasks
+}
+
+// partPlan is what a plan knows of one partition before its sinks: the
+// reference's coverage (nil: no rows) and the hull of the other sinks'
+// (zero: none).
+type partPlan struct {
+	ref  *coverage.RangeSet
+	hull coverage.Range
 }
 
 func uniq(s []string) []string {

@@ -29,26 +29,32 @@ type SinkLister interface {
 }
 
 // planInput is what a plan is made of: the coverage of (at least) every
-// destination of the partitions it plans, and each of their topics' sinks.
+// destination of the partitions it plans, and the sinks of their topics a
+// SinkLister listed (planCoverage adds those of the coverage).
 type planInput struct {
-	all        map[coverage.Destination]*coverage.RangeSet
-	topicSinks map[string][]string
+	all    map[coverage.Destination]*coverage.RangeSet
+	listed map[string][]string
+	// seen are the sinks other than the reference with rows in all of each
+	// topic, as planCoverage's pass over all meets them.
+	seen map[string]map[string]struct{}
 }
 
-// topicSinks are, per topic, the sinks other than reference with rows of
-// it in all, each listed once.
-func topicSinks(all map[coverage.Destination]*coverage.RangeSet, reference string) map[string][]string {
-	seen := map[coverage.Destination]bool{} // keyed by (sink, topic)
-	out := map[string][]string{}
-	for d := range all {
-		k := coverage.Destination{Sink: d.Sink, Topic: d.Topic}
-		if d.Sink == reference || seen[k] {
-			continue
-		}
-		seen[k] = true
-		out[d.Topic] = append(out[d.Topic], d.Sink)
+// addSink notes d's sink as one of its topic's.
+func (in *planInput) addSink(d coverage.Destination) {
+	if in.seen == nil {
+		in.seen = map[string]map[string]struct{}{}
 	}
-	return out
+	sinks := in.seen[d.Topic]
+	if sinks == nil {
+		sinks = map[string]struct{}{}
+		in.seen[d.Topic] = sinks
+	}
+	sinks[d.Sink] = struct{}{}
+}
+
+// sinksOf are topic's sinks, listed or met, some maybe twice.
+func (in *planInput) sinksOf(topic string) []string {
+	return append(slices.Collect(maps.Keys(in.seen[topic])), in.listed[topic]...)
 }
 
 func hasSink(all map[coverage.Destination]*coverage.RangeSet, sink string) bool {
@@ -116,10 +122,7 @@ func readPlan(ctx context.Context, t durable.Tier, opts PlanOptions) (planInput,
 	if err != nil {
 		return planInput{}, fmt.Errorf("recovery: plan: %w", err)
 	}
-	in := planInput{all: all, topicSinks: topicSinks(all, opts.Reference)}
-	for topic, sinks := range listed {
-		in.topicSinks[topic] = append(in.topicSinks[topic], sinks...) // planCoverage deduplicates
-	}
+	in := planInput{all: all, listed: listed}
 	if len(all) == 0 || hasSink(all, opts.Reference) {
 		return in, nil
 	}

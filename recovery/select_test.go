@@ -115,6 +115,8 @@ func TestSelectedPlansMatchWholePlan(t *testing.T) {
 func TestPlanOfOnePartitionReadsOnlyIt(t *testing.T) {
 	all := randomCoverage(rand.New(rand.NewPCG(testSeed(t), 0)))
 	tp := TopicPartition{Topic: "b", Partition: 3}
+	ref, _ := coverage.NewRangeSet(rg(0, 10))
+	all[coverage.Destination{Sink: "raw", Topic: tp.Topic, Partition: tp.Partition}] = &ref
 	one := durable.Filter{Partitions: []TopicPartition{tp}}
 	lister := listingTier{newMapTier(all)}
 	if _, err := Plan(ctx, lister, PlanOptions{Select: one}); err != nil {
