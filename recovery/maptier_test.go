@@ -79,13 +79,6 @@ func (m *mapTier) Coverage(_ context.Context, f durable.Filter) (map[coverage.De
 	return out, nil
 }
 
-// all is every destination's coverage.
-func (m *mapTier) all() map[coverage.Destination]*coverage.RangeSet {
-	out, _ := m.Coverage(context.Background(), durable.Filter{})
-	m.reads = m.reads[:len(m.reads)-1]
-	return out
-}
-
 // listingTier is mapTier with SinkLister: a topic's sinks are known
 // without a read of its coverage.
 type listingTier struct{ *mapTier }

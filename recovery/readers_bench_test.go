@@ -194,4 +194,3 @@ func BenchmarkReaders(b *testing.B) {
 		b.ReportMetric(float64(m[3].alloc)/float64(m[2].alloc), "plan-all-alloc-ratio")
 	})
 }
-
