@@ -67,7 +67,9 @@ test-integration: ## tests against real servers: PostgreSQL, MariaDB, SeaweedFS,
 # .ci/seaweedfs.sh's build), run beside the same pods on the object tier
 # (-pods 1,4,16,64 on the go test line measures more pods); the startup of
 # covmirror and covmirror-lite beside a program that only prints. The
-# postgres benchmarks take their own run counts. Last, bench-fleet: a
+# postgres benchmarks take their own run counts. The readers (gaps and plan
+# of one partition and of everything, 500,000 destinations) run beside the
+# former plan-everything-then-filter at 100,000. Last, bench-fleet: a
 # fleet of up to 1,000 pods on each durable tier (docs/scale.md).
 bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./coverage
@@ -79,6 +81,7 @@ bench: ## benchmarks beside their baselines, and the scale scenario (docs/scale.
 	$(GO) test -run '^$$' -bench CompactionScenario -benchtime 1x ./compaction
 	$(GO) test -run '^$$' -bench GapsQuery -benchtime 3x ./queries
 	$(GO) test -run '^$$' -bench GapDating -benchtime 1x ./recovery
+	$(GO) test -run '^$$' -bench Readers -benchtime 2x -timeout 20m ./recovery
 	$(GO) test -v -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 30m ./queries
 	$(GO) test -v -run '^$$' -bench SidecarRecords -benchtime 2000x ./sidecar
 	$(GO) test -v -run '^$$' -bench OutputOverhead -benchtime 3x ./benthos

@@ -106,3 +106,21 @@ type DestinationRanges struct {
 	Destination Destination `json:"destination"`
 	Ranges      []Range     `json:"ranges"`
 }
+
+// TopicPartition names one partition of a topic: the destinations of every
+// sink that share it, which a reader selects together (a partition's plan
+// needs the reference's coverage and every sink's).
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Compare orders partitions by topic, then partition.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	return cmp.Or(cmp.Compare(tp.Topic, o.Topic), cmp.Compare(tp.Partition, o.Partition))
+}
+
+// TopicPartition is d's partition.
+func (d Destination) TopicPartition() TopicPartition {
+	return TopicPartition{Topic: d.Topic, Partition: d.Partition}
+}

@@ -83,15 +83,65 @@ func (c *Checkpoint) Rows() int64 {
 	return int64(n)
 }
 
-// Filter selects destinations; empty fields match everything.
+// Filter selects destinations; empty fields match everything, and the
+// fields combine by AND.
 type Filter struct {
 	Sink      string
 	Topic     string
 	Partition *int32
+	// Partitions, when not empty, selects only the destinations of these
+	// partitions, of every sink (in any order; a partition listed twice is
+	// selected once). Empty (nil or of length zero) restricts nothing: a
+	// caller with no partitions to read must not read at all. Tiers restrict
+	// their read by it where their layout allows, and match it after the
+	// read otherwise.
+	Partitions []coverage.TopicPartition
 }
 
-// Match reports whether the filter selects d.
+// Match reports whether the filter selects d. It scans Partitions; a tier
+// matching many destinations against many partitions uses Matcher.
 func (f Filter) Match(d coverage.Destination) bool {
+	if !f.matchNames(d) {
+		return false
+	}
+	if len(f.Partitions) == 0 {
+		return true
+	}
+	tp := d.TopicPartition()
+	for _, p := range f.Partitions {
+		if p == tp {
+			return true
+		}
+	}
+	return false
+}
+
+// Matcher is Match with Partitions indexed once: the same answers, each in
+// constant time.
+func (f Filter) Matcher() func(coverage.Destination) bool {
+	if len(f.Partitions) <= 8 {
+		return f.Match
+	}
+	set := f.PartitionSet()
+	return func(d coverage.Destination) bool {
+		_, ok := set[d.TopicPartition()]
+		return ok && f.matchNames(d)
+	}
+}
+
+// PartitionSet is Partitions as a set; nil when they restrict nothing.
+func (f Filter) PartitionSet() map[coverage.TopicPartition]struct{} {
+	if len(f.Partitions) == 0 {
+		return nil
+	}
+	set := make(map[coverage.TopicPartition]struct{}, len(f.Partitions))
+	for _, tp := range f.Partitions {
+		set[tp] = struct{}{}
+	}
+	return set
+}
+
+func (f Filter) matchNames(d coverage.Destination) bool {
 	return (f.Sink == "" || f.Sink == d.Sink) && (f.Topic == "" || f.Topic == d.Topic) &&
 		(f.Partition == nil || *f.Partition == d.Partition)
 }

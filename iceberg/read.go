@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,7 +32,37 @@ func filterExpr(f durable.Filter) ice.BooleanExpression {
 	if f.Partition != nil {
 		e = ice.NewAnd(e, ice.EqualTo(ice.Reference(ColPartition), *f.Partition))
 	}
+	if len(f.Partitions) > 0 {
+		e = ice.NewAnd(e, partitionsExpr(f.PartitionSet()))
+	}
 	return e
+}
+
+// maxExactPartitions is how many partitions a row filter names one by one;
+// past it the filter is coarser (see partitionsExpr).
+const maxExactPartitions = 64
+
+// partitionsExpr selects the rows of set's partitions. The table is
+// partitioned by sink only, so no partition of the table is skipped by it:
+// data files are pruned by their topic and partition column bounds, and
+// rows by the residual. Up to maxExactPartitions it is exact; past it, a
+// filter of the topics and of the partition numbers (their cross product,
+// a superset) keeps the expression small, and ReadRows matches each row
+// after the scan.
+func partitionsExpr(set map[coverage.TopicPartition]struct{}) ice.BooleanExpression {
+	if len(set) <= maxExactPartitions {
+		var e ice.BooleanExpression = ice.AlwaysFalse{}
+		for tp := range set {
+			e = ice.NewOr(e, ice.NewAnd(ice.EqualTo(ice.Reference(ColTopic), tp.Topic), ice.EqualTo(ice.Reference(ColPartition), tp.Partition)))
+		}
+		return e
+	}
+	topics, parts := map[string]bool{}, map[int32]bool{}
+	for tp := range set {
+		topics[tp.Topic], parts[tp.Partition] = true, true
+	}
+	return ice.NewAnd(ice.IsIn(ice.Reference(ColTopic), slices.Collect(maps.Keys(topics))...),
+		ice.IsIn(ice.Reference(ColPartition), slices.Collect(maps.Keys(parts))...))
 }
 
 // Coverage reads the committed coverage of every destination the filter
@@ -79,6 +111,16 @@ func ReadRows(ctx context.Context, tbl *table.Table, f durable.Filter, recordedA
 	}
 	scan := tbl.Scan(table.WithRowFilter(filterExpr(f)), table.WithSelectedFields(rowFields(recordedAt)...), table.WithArrowBatchSize(readBatchRows))
 	_, records, err := scan.ToArrowRecords(ctx)
+	if len(f.Partitions) > maxExactPartitions {
+		// The row filter was a superset (partitionsExpr).
+		match, each := f.Matcher(), fn
+		fn = func(r Row) error {
+			if !match(r.Destination) {
+				return nil
+			}
+			return each(r)
+		}
+	}
 	return readRecords(tbl, records, err, recordedAt, fn)
 }
 

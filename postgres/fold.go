@@ -103,7 +103,7 @@ func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	var folded int64
 	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
 		rows, err := tx.Query(ctx, "SELECT sink, topic, partition FROM "+t.coverage+filterSQL+" GROUP BY sink, topic, partition HAVING count(*) > 1 ORDER BY sink, topic, partition",
-			f.Sink, f.Topic, f.Partition)
+			filterArgs(f)...)
 		if err != nil {
 			return false, fmt.Errorf("find the destinations to fold: %w", err)
 		}

@@ -13,13 +13,37 @@ import (
 	"github.com/covmirror/covmirror/durable"
 )
 
-// filterSQL is the WHERE clause for f over $1..$3.
-const filterSQL = ` WHERE ($1 = '' OR sink = $1) AND ($2 = '' OR topic = $2) AND ($3::int4 IS NULL OR partition = $3)`
+// filterSQL is the WHERE clause for f over $1..$5, given filterArgs(f):
+// Partitions as two arrays of the same length, the i-th elements one
+// partition's topic and number, joined against the rows (empty arrays
+// restrict nothing).
+const filterSQL = ` WHERE ($1 = '' OR sink = $1) AND ($2 = '' OR topic = $2) AND ($3::int4 IS NULL OR partition = $3)` +
+	` AND (cardinality($4::text[]) = 0 OR (topic, partition) IN (SELECT * FROM unnest($4::text[], $5::int4[])))`
+
+// filterArgs are filterSQL's parameters for f.
+func filterArgs(f durable.Filter) []any {
+	topics, parts := make([]string, 0, len(f.Partitions)), make([]int32, 0, len(f.Partitions))
+	for _, tp := range f.Partitions {
+		if strings.IndexByte(tp.Topic, 0) < 0 { // see noMatch
+			topics, parts = append(topics, tp.Topic), append(parts, tp.Partition)
+		}
+	}
+	return []any{f.Sink, f.Topic, f.Partition, topics, parts}
+}
 
 // noMatch: a filter naming a NUL selects nothing (no stored name has one),
-// and PostgreSQL would refuse it as a parameter.
+// and PostgreSQL would refuse it as a parameter; so does a filter whose
+// every partition names one.
 func noMatch(f durable.Filter) bool {
-	return strings.IndexByte(f.Sink, 0) >= 0 || strings.IndexByte(f.Topic, 0) >= 0
+	if strings.IndexByte(f.Sink, 0) >= 0 || strings.IndexByte(f.Topic, 0) >= 0 {
+		return true
+	}
+	for _, tp := range f.Partitions {
+		if strings.IndexByte(tp.Topic, 0) < 0 {
+			return false
+		}
+	}
+	return len(f.Partitions) > 0
 }
 
 // Coverage returns the coverage of every destination f selects, filtered
@@ -35,7 +59,7 @@ func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 	var byDest map[coverage.Destination][][]coverage.Range
 	err := t.read(ctx, func(tx pgx.Tx) error {
 		byDest = map[coverage.Destination][][]coverage.Range{}
-		rows, err := tx.Query(ctx, "SELECT sink, topic, partition, b.lo, b.hi FROM "+t.coverage+coverageBounds+filterSQL, f.Sink, f.Topic, f.Partition)
+		rows, err := tx.Query(ctx, "SELECT sink, topic, partition, b.lo, b.hi FROM "+t.coverage+coverageBounds+filterSQL, filterArgs(f)...)
 		if err != nil {
 			return err
 		}
@@ -110,7 +134,7 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 	err := t.read(ctx, func(tx pgx.Tx) error {
 		clear(out)
 		rows, err := tx.Query(ctx, "SELECT DISTINCT ON (sink, topic, partition) sink, topic, partition, last_writer, last_write FROM "+
-			t.coverage+filterSQL+" ORDER BY sink, topic, partition, last_write DESC, last_writer", f.Sink, f.Topic, f.Partition)
+			t.coverage+filterSQL+" ORDER BY sink, topic, partition, last_write DESC, last_writer", filterArgs(f)...)
 		if err != nil {
 			return err
 		}
@@ -137,4 +161,41 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 // aborted it as a serialization failure. A read has no effect to repeat.
 func (t *Tier) read(ctx context.Context, fn func(pgx.Tx) error) error {
 	return t.inTx(ctx, func(tx pgx.Tx) (bool, error) { return false, fn(tx) })
+}
+
+// TopicSinks returns, for each of topics with rows (every topic, for none
+// given), the sinks with rows of it, without their coverage: what a plan of
+// a few partitions needs to know of the rest of their topics
+// (recovery.SinkLister).
+func (t *Tier) TopicSinks(ctx context.Context, topics []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	want := make([]string, 0, len(topics))
+	for _, topic := range topics {
+		if strings.IndexByte(topic, 0) < 0 { // see noMatch
+			want = append(want, topic)
+		}
+	}
+	if len(topics) > 0 && len(want) == 0 {
+		return out, nil
+	}
+	err := t.read(ctx, func(tx pgx.Tx) error {
+		clear(out)
+		rows, err := tx.Query(ctx, "SELECT DISTINCT topic, sink FROM "+t.coverage+" WHERE cardinality($1::text[]) = 0 OR topic = ANY($1)", want)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var topic, sink string
+			if err := rows.Scan(&topic, &sink); err != nil {
+				return err
+			}
+			out[topic] = append(out[topic], sink)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the sinks of topics %q of %s: %w", topics, t.name, err)
+	}
+	return out, nil
 }

@@ -50,6 +50,11 @@ func (c *gapCursor) take(maxBatches uint64) Task {
 // then every one's second, ...), and returned sorted by destination and
 // batch.
 func cut(gaps []Task, maxBatches uint64, maxTasks int) ([]Task, error) {
+	if maxTasks <= 0 {
+		// No limit: every task is taken, each gap's in turn, already in
+		// order.
+		return cutAll(gaps, maxBatches), nil
+	}
 	var live []*gapCursor
 	for i := 0; i < len(gaps); {
 		j := i + 1
@@ -106,4 +111,17 @@ func batchesLeft(cs []*gapCursor) string {
 		}
 	}
 	return strconv.FormatUint(sum, 10)
+}
+
+// cutAll is cut without a task limit: gaps, in order, each split into
+// tasks of at most maxBatches (zero: no limit).
+func cutAll(gaps []Task, maxBatches uint64) []Task {
+	out := make([]Task, 0, len(gaps))
+	for _, g := range gaps {
+		c := gapCursor{gaps: []Task{g}, start: g.Range.Start}
+		for len(c.gaps) > 0 {
+			out = append(out, c.take(maxBatches))
+		}
+	}
+	return out
 }

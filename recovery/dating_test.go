@@ -80,7 +80,7 @@ func TestDatingMatchesModel(t *testing.T) {
 			if err := dating.Add(d, r, at); err != nil {
 				t.Fatal(err)
 			}
-			tp := TopicPartition{d.Topic, d.Partition}
+			tp := TopicPartition{Topic: d.Topic, Partition: d.Partition}
 			rows[tp] = append(rows[tp], modelRow{d.Sink, r.Start, r.End, at})
 			if all[d] == nil {
 				all[d] = new(coverage.RangeSet)
@@ -109,7 +109,7 @@ func TestDatingMatchesModel(t *testing.T) {
 				Range: coverage.Range{Start: start, End: start + 1 + rng.Uint64N(20)}, Kind: kind})
 		}
 		for _, task := range tasks {
-			want := modelSince(rows[TopicPartition{task.Destination.Topic, task.Destination.Partition}], task, coverage.RawSink, now)
+			want := modelSince(rows[TopicPartition{Topic: task.Destination.Topic, Partition: task.Destination.Partition}], task, coverage.RawSink, now)
 			got, ok := dating.Since(task)
 			if !ok {
 				got = now
@@ -204,13 +204,13 @@ func BenchmarkGapDating(b *testing.B) {
 				start = time.Now()
 				model := map[TopicPartition][]modelRow{}
 				for i, dr := range rows {
-					tp := TopicPartition{dr.Destination.Topic, dr.Destination.Partition}
+					tp := TopicPartition{Topic: dr.Destination.Topic, Partition: dr.Destination.Partition}
 					model[tp] = append(model[tp], modelRow{dr.Destination.Sink, dr.Ranges[0].Start, dr.Ranges[0].End, times[i]})
 				}
 				sortModelRows(model)
 				modelDated := 0
 				for _, task := range tasks {
-					if !modelSince(model[TopicPartition{task.Destination.Topic, task.Destination.Partition}], task, coverage.RawSink, now).Equal(now) {
+					if !modelSince(model[TopicPartition{Topic: task.Destination.Topic, Partition: task.Destination.Partition}], task, coverage.RawSink, now).Equal(now) {
 						modelDated++
 					}
 				}

@@ -34,6 +34,12 @@
 // that show it, which the gap metrics and the coverage map share: an age
 // from it is a lower bound, never more than the rows prove.
 //
+// Readers read what they are asked: a plan of a selection (PlanOptions.Select)
+// reads the tier by its partitions and is exactly the whole plan's tasks of
+// the selected destinations, ResumePartitions reads many partitions at once
+// and gives each what Resume gives it, and a plan of everything is linear in
+// destinations plus gaps.
+//
 // Recover closes such a hole only as far as a ReferenceVerifier read raw
 // back and found the batches: it records exactly what the verifier
 // returned, never the task's whole range, and without a verifier it records

@@ -66,7 +66,7 @@ func extentsByPartition(es []coverage.Extent) (map[TopicPartition]coverage.Exten
 	}
 	out := make(map[TopicPartition]coverage.Extent, len(valid))
 	for _, e := range valid {
-		out[TopicPartition{e.Topic, e.Partition}] = e
+		out[TopicPartition{Topic: e.Topic, Partition: e.Partition}] = e
 	}
 	return out, nil
 }

@@ -42,10 +42,11 @@ type GapsFilter struct {
 // CommittedGaps is the recovery plan with tasks as large as the gaps, from
 // the durable tier only: the reference's holes (rows with sink =
 // reference) and every other sink's gaps against the reference, ordered by
-// sink, topic, partition and start, then filtered. A reference without rows
-// in a table that has rows is a *NoReferenceError, as in Plan.
+// sink, topic, partition and start, of the destinations f selects: it
+// reads only the partitions f selects (PlanOptions.Select). A reference
+// without rows in a table that has rows is a *NoReferenceError, as in Plan.
 func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
-	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Only: f.Selects})
+	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Select: f.Filter()})
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +65,12 @@ func GapsOf(tasks []Task, f GapsFilter) []Gap {
 		out = append(out, Gap{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: t.Range.Start, End: t.Range.End, Kind: kindOf(t)})
 	}
 	return out
+}
+
+// Filter is f's Sink, Topic and Partition as a durable.Filter: what
+// CommittedGaps passes as PlanOptions.Select.
+func (f GapsFilter) Filter() durable.Filter {
+	return durable.Filter{Sink: f.Sink, Topic: f.Topic, Partition: f.Partition}
 }
 
 // Selects reports whether f's Sink, Topic and Partition select d.

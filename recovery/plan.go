@@ -93,80 +93,9 @@ func (o *ResumeOptions) Validate() error {
 	return err
 }
 
-// Resume is what a new owner of (topic, partition) reads after a rebalance:
-// only the durable tier, never the previous owner's local tier, which it
-// cannot see. Coverage the previous owner recorded but had not checkpointed
-// shows up as recovery work (a lag that dedup absorbs), never as covered.
-//
-// The first assignment is always the reference's (Kind verify-reference):
-// its holes in the span raw must hold, from the lowest to the highest batch
-// covered by any destination of the partition in the table (the reference
-// or a sink: a sink is written only once raw is durable) and, with the
-// partition's extent in Extents, over the whole extent too
-// (ReferenceHoles). Then one assignment (Kind replay) per other sink of
-// Sinks, in order, against the reference's committed coverage only: a
-// sink's share of a reference hole is replay work once the hole is
-// verified and re-recorded, on the next Resume or Plan.
-//
-// A rebalancing owner knows the broker's committed position of each
-// partition it is handed: it passes it, mapped to a batch id, as the
-// extent's End, so batches raw durably holds but whose records were lost
-// with the previous pod are verified (then, on the next Resume or Plan,
-// replayed), not silently skipped.
-func Resume(ctx context.Context, t durable.Tier, topic string, partition int32, opts ResumeOptions) ([]Assignment, error) {
-	opts.EnsureDefaults()
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	refDest := coverage.Destination{Sink: opts.Reference, Topic: topic, Partition: partition}
-	if err := refDest.Validate(); err != nil {
-		return nil, coverage.DestinationError("resume", refDest, err)
-	}
-	all, err := t.Coverage(ctx, durable.Filter{Topic: topic, Partition: &partition})
-	if err != nil {
-		return nil, fmt.Errorf("recovery: resume %s/%d: %w", topic, partition, err)
-	}
-	committed := all[refDest]
-	if committed == nil {
-		committed = new(coverage.RangeSet)
-	}
-	tp := TopicPartition{topic, partition}
-	extents, _ := extentsByPartition(opts.Extents) // validated
-	extent := extents[tp]
-	holes, err := ReferenceHoles(committed, sinkHulls(all, opts.Reference)[tp], extent)
-	if err != nil {
-		return nil, fmt.Errorf("recovery: resume %s/%d: source extent [%d,%d): %w", topic, partition, extent.Start, extent.End, err)
-	}
-	// The sinks' reference is raw's committed coverage only: a hole, even
-	// below the acked end, is raw's to verify first (an over-reported end
-	// would otherwise hand the sinks batches raw never held); the sinks'
-	// share follows on a later Resume or Plan, once raw's verification
-	// re-recorded what raw holds.
-	ref := committed
-	out := []Assignment{{Destination: refDest, Kind: KindVerifyReference, Covered: committed.Ranges(), Replay: holes.Ranges()}}
-	for _, sink := range opts.Sinks {
-		if sink == opts.Reference {
-			continue
-		}
-		d := refDest.WithSink(sink)
-		if err := d.Validate(); err != nil {
-			return nil, coverage.DestinationError("resume", d, err)
-		}
-		covered := all[d]
-		if covered == nil {
-			covered = new(coverage.RangeSet)
-		}
-		gaps := coverage.Gaps(ref, covered)
-		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges()})
-	}
-	return out, nil
-}
-
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+// TopicPartition names one partition of a topic (coverage.TopicPartition,
+// where it now lives).
+type TopicPartition = coverage.TopicPartition
 
 // PlanOptions configures Plan. Zero values are documented defaults.
 type PlanOptions struct {
@@ -204,6 +133,14 @@ type PlanOptions struct {
 	// other destinations' work (the holes are still looked for over every
 	// destination's coverage). Zero value: every destination.
 	Only func(coverage.Destination) bool
+	// Select restricts the plan to the destinations it selects, and the
+	// read of the durable tier to their partitions: the tier is read by
+	// Select's Topic, Partition and Partitions, never by its Sink (a
+	// partition's plan needs the reference's coverage and every sink's),
+	// and only the selected destinations' tasks are kept, as Only keeps
+	// them. The plan of a selection is the whole plan's tasks of those
+	// destinations, the same ones (see Plan). Zero value: everything.
+	Select durable.Filter
 }
 
 // PlanOptions' defaults.
@@ -264,100 +201,147 @@ func validSinks(sinks []string) error {
 //
 // A table that has rows but none of the reference is an error wrapping
 // ErrNoReference (a misspelled reference would otherwise plan nothing, or
-// report every partition as a hole in it). It
-// needs no lease: a single worker is the only claimant.
+// report every partition as a hole in it); a plan of a Select finds it
+// when its selection has rows. It needs no lease: a single worker is the
+// only claimant.
+//
+// Plan reads only what Select selects: a partition's plan depends only on
+// its own destinations, and on which sinks have rows of its topic (each is
+// planned there), which a tier that implements SinkLister lists without a
+// read of their coverage; another tier is read by the selection's whole
+// topic instead (or all of it, for partitions of several topics).
 func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	all, err := t.Coverage(ctx, durable.Filter{})
+	in, err := readPlan(ctx, t, opts)
 	if err != nil {
-		return nil, fmt.Errorf("recovery: plan: %w", err)
+		return nil, err
 	}
-	return PlanCoverage(all, opts)
+	return planCoverage(in, opts)
 }
 
 // PlanCoverage is Plan over coverage already read (all of a tier's
 // destinations, as Coverage with an empty filter returns them): the one
 // definition the gap metrics share. opts is used as it is, without
-// EnsureDefaults.
+// EnsureDefaults; its Select and Only restrict the plan as Plan's do.
 func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
 	if err := validSinks(opts.Sinks); err != nil {
 		return nil, err
 	}
-	refs := map[TopicPartition]*coverage.RangeSet{}
-	sinksOf := map[string][]string{} // topic -> sinks
-	for d, set := range all {
-		if d.Sink == opts.Reference {
-			refs[TopicPartition{d.Topic, d.Partition}] = set
-		} else {
-			sinksOf[d.Topic] = append(sinksOf[d.Topic], d.Sink)
-		}
-	}
-	if len(all) > 0 && len(refs) == 0 {
+	in := planInput{all: all}
+	if len(all) > 0 && !hasSink(all, opts.Reference) {
 		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
 	}
-	hulls := sinkHulls(all, opts.Reference)
-	for tp := range hulls {
-		if refs[tp] == nil {
-			refs[tp] = new(coverage.RangeSet)
+	return planCoverage(in, opts)
+}
+
+// planCoverage plans the partitions opts.Select selects of in.all, each
+// against every sink with rows of its topic (in.all's, in.listed's) and
+// every sink of opts.Sinks.
+// Every step is linear in in.all and the tasks (and a sort).
+func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
+	selected := partitionsOf(opts.Select)
+	keep := opts.Select.Matcher()
+	if opts.Only != nil {
+		selects := keep
+		keep = func(d coverage.Destination) bool { return selects(d) && opts.Only(d) }
+	}
+	// One pass over the coverage: each selected partition's reference and
+	// the hull of its sinks (see sinkHulls).
+	parts := make(map[TopicPartition]partPlan, len(in.all)/2)
+	for d, set := range in.all {
+		if d.Sink != opts.Reference {
+			in.addSink(d) // of every partition read: a topic's sinks
 		}
+		if !selected(d) {
+			continue
+		}
+		tp := d.TopicPartition()
+		p := parts[tp]
+		if d.Sink == opts.Reference {
+			p.ref = set
+		} else {
+			p.hull = widen(p.hull, set)
+		}
+		parts[tp] = p
 	}
 	extents, err := extentsByPartition(opts.Extents)
 	if err != nil {
 		return nil, err
 	}
 	for tp := range extents {
-		if refs[tp] == nil {
-			refs[tp] = new(coverage.RangeSet)
+		if _, ok := parts[tp]; !ok && selected(coverage.Destination{Topic: tp.Topic, Partition: tp.Partition}) {
+			parts[tp] = partPlan{}
 		}
 	}
-	var tasks []Task
-	for _, tp := range slices.SortedFunc(maps.Keys(refs), compareTopicPartition) {
-		ref := refs[tp]
+	// Each topic's sinks, deduplicated once: per partition they would cost
+	// a sort of the topic's every (sink, partition).
+	sinksOf := map[string][]string{}
+	// Tasks per sink, each in destination and batch order as the loop
+	// makes them: joined in sink order they need no sort.
+	bySink := map[string][]Task{}
+	none := new(coverage.RangeSet)
+	for _, tp := range slices.SortedFunc(maps.Keys(parts), compareTopicPartition) {
+		p := parts[tp]
+		ref := cmp.Or(p.ref, none)
 		d := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
 		if err := d.Validate(); err != nil {
 			return nil, coverage.DestinationError("plan", d, err)
 		}
-		holes, err := ReferenceHoles(ref, hulls[tp], extents[tp])
-		if err != nil {
-			return nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
+		if keep(d) {
+			holes, err := ReferenceHoles(ref, p.hull, extents[tp])
+			if err != nil {
+				return nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
+			}
+			bySink[d.Sink] = appendGapTasks(bySink[d.Sink], d, KindVerifyReference, &holes)
 		}
-		tasks = append(tasks, gapTasks(d, KindVerifyReference, &holes)...)
-		for _, sink := range uniq(append(slices.Clone(opts.Sinks), sinksOf[d.Topic]...)) {
-			if sink == opts.Reference {
+		sinks, ok := sinksOf[tp.Topic]
+		if !ok {
+			sinks = uniq(append(slices.Clone(opts.Sinks), in.sinksOf(tp.Topic)...))
+			sinksOf[tp.Topic] = sinks
+		}
+		for _, sink := range sinks {
+			target := d.WithSink(sink)
+			if sink == opts.Reference || !keep(target) {
 				continue
 			}
-			target := d.WithSink(sink)
-			covered := all[target]
-			if covered == nil {
-				covered = new(coverage.RangeSet)
-			}
+			covered := cmp.Or(in.all[target], none)
 			gaps := coverage.Gaps(ref, covered)
-			tasks = append(tasks, gapTasks(target, KindReplay, &gaps)...)
+			bySink[sink] = appendGapTasks(bySink[sink], target, KindReplay, &gaps)
 		}
 	}
-	if opts.Only != nil {
-		tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !opts.Only(t.Destination) })
+	var tasks []Task
+	for _, sink := range slices.Sorted(maps.Keys(bySink)) {
+		tasks = append(tasks, bySink[sink]...)
 	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.
-	sortTasks(tasks)
 	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
 }
 
-func compareTopicPartition(a, b TopicPartition) int {
-	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-}
+func compareTopicPartition(a, b TopicPartition) int { return a.Compare(b) }
 
 // gapTasks is one task of kind per range of gaps, in order.
 func gapTasks(d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet) []Task {
-	var out []Task
+	return appendGapTasks(nil, d, kind, gaps)
+}
+
+// appendGapTasks is tasks with gapTasks(d, kind, gaps) appended.
+func appendGapTasks(tasks []Task, d coverage.Destination, kind TaskKind, gaps *coverage.RangeSet) []Task {
 	for r := range gaps.All() {
-		out = append(out, Task{Destination: d, Range: r, Kind: kind})
+		tasks = append(tasks, Task{Destination: d, Range: r, Kind: kind})
 	}
-	return out
+	return tasks
+}
+
+// partPlan is what a plan knows of one partition before its sinks: the
+// reference's coverage (nil: no rows) and the hull of the other sinks'
+// (zero: none).
+type partPlan struct {
+	ref  *coverage.RangeSet
+	hull coverage.Range
 }
 
 func uniq(s []string) []string {

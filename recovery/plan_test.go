@@ -226,7 +226,7 @@ func (m planModel) want() map[Task]bool {
 	refs := map[TopicPartition]bool{}
 	sinks := map[string]map[string]bool{}
 	for d := range m.bits {
-		refs[TopicPartition{d.Topic, d.Partition}] = true
+		refs[TopicPartition{Topic: d.Topic, Partition: d.Partition}] = true
 		if d.Sink != coverage.RawSink {
 			if sinks[d.Topic] == nil {
 				sinks[d.Topic] = map[string]bool{}
@@ -325,7 +325,7 @@ func randomModel(r *rand.Rand) planModel {
 	}
 	if r.IntN(2) == 0 {
 		for range r.IntN(3) {
-			tp := TopicPartition{[]string{"orders", "users"}[r.IntN(2)], int32(r.IntN(2))}
+			tp := TopicPartition{Topic: []string{"orders", "users"}[r.IntN(2)], Partition: int32(r.IntN(2))}
 			e := coverage.Extent{Topic: tp.Topic, Partition: tp.Partition, End: r.Uint64N(80)}
 			if r.IntN(2) == 0 {
 				e.Start = r.Uint64N(e.End + 1) // a declared start; sometimes empty
@@ -407,7 +407,7 @@ func TestPlanModel(t *testing.T) {
 			t.Fatalf("table round %d: %v", round, err)
 		}
 		checkPlan(t, m, tasks, 7)
-		for tp := range map[TopicPartition]bool{{"orders", 0}: true, {"users", 1}: true} {
+		for tp := range map[TopicPartition]bool{{Topic: "orders", Partition: 0}: true, {Topic: "users", Partition: 1}: true} {
 			as, err := Resume(ctx, e.Table, tp.Topic, tp.Partition, ResumeOptions{Sinks: []string{"lake"}, Extents: m.extents()})
 			if err != nil {
 				t.Fatal(err)

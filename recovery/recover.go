@@ -51,7 +51,7 @@ func sinkHulls(all map[coverage.Destination]*coverage.RangeSet, reference string
 		if d.Sink == reference {
 			continue
 		}
-		tp := TopicPartition{d.Topic, d.Partition}
+		tp := TopicPartition{Topic: d.Topic, Partition: d.Partition}
 		if hull := widen(hulls[tp], set); hull.Start < hull.End {
 			hulls[tp] = hull
 		}

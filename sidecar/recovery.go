@@ -178,9 +178,9 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// Filtered before it is cut to max_tasks: another topic's work must not
-	// fill the plan of this one.
-	opts := recovery.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Only: f.Selects}
+	// Selected before it is cut to max_tasks (another topic's work must not
+	// fill the plan of this one), and read by its selection only.
+	opts := recovery.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Select: f.Filter()}
 	for _, p := range []struct {
 		name string
 		set  func(n uint64)

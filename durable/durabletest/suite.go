@@ -136,8 +136,59 @@ func testAgainstModel(t *testing.T, h Harness) {
 		m.check(t, what, tier, durable.Filter{Sink: sinks[rng.IntN(3)]})
 		m.check(t, what, tier, durable.Filter{Topic: "orders", Partition: &p})
 		m.check(t, what, tier, durable.Filter{Sink: "lake", Topic: "users", Partition: &p})
+		m.check(t, what, tier, durable.Filter{Partitions: randomPartitions(rng)})
 	}
 	m.check(t, "from another client", open(t), durable.Filter{})
+	checkPartitions(t, m, tier)
+}
+
+// randomPartitions is a few partitions, some of them never written to
+// (randomCheckpoint writes partitions 0 to 2 of orders and users), some
+// listed twice.
+func randomPartitions(rng *rand.Rand) []coverage.TopicPartition {
+	var out []coverage.TopicPartition
+	for range 1 + rng.IntN(4) {
+		tp := coverage.TopicPartition{Topic: []string{"orders", "users", "absent"}[rng.IntN(3)], Partition: int32(rng.IntN(5))}
+		out = append(out, tp)
+		if rng.IntN(4) == 0 {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// checkPartitions checks Filter.Partitions: selected and unselected
+// partitions, an empty list (no restriction), duplicates, the other fields
+// combined by AND, and a list longer than a tier may name one by one.
+func checkPartitions(t *testing.T, m model, tier durable.Tier) {
+	t.Helper()
+	tp := func(topic string, p int32) coverage.TopicPartition {
+		return coverage.TopicPartition{Topic: topic, Partition: p}
+	}
+	one := int32(1)
+	var many []coverage.TopicPartition
+	for p := range int32(100) {
+		many = append(many, tp("absent", p))
+	}
+	many = append(many, tp("orders", 2), tp("users", 0))
+	cases := []struct {
+		what string
+		f    durable.Filter
+	}{
+		{"one partition", durable.Filter{Partitions: []coverage.TopicPartition{tp("orders", 1)}}},
+		{"two partitions", durable.Filter{Partitions: []coverage.TopicPartition{tp("users", 2), tp("orders", 0)}}},
+		{"an unwritten partition", durable.Filter{Partitions: []coverage.TopicPartition{tp("orders", 7)}}},
+		{"an unwritten topic", durable.Filter{Partitions: []coverage.TopicPartition{tp("absent", 1)}}},
+		{"an empty list", durable.Filter{Partitions: []coverage.TopicPartition{}}},
+		{"a partition listed twice", durable.Filter{Partitions: []coverage.TopicPartition{tp("users", 1), tp("users", 1), tp("orders", 2)}}},
+		{"with a sink", durable.Filter{Sink: "raw", Partitions: []coverage.TopicPartition{tp("users", 1), tp("orders", 1)}}},
+		{"with a topic", durable.Filter{Topic: "orders", Partitions: []coverage.TopicPartition{tp("users", 1), tp("orders", 1)}}},
+		{"with a partition", durable.Filter{Partition: &one, Partitions: []coverage.TopicPartition{tp("users", 1), tp("orders", 2)}}},
+		{"many partitions", durable.Filter{Partitions: many}},
+	}
+	for _, c := range cases {
+		m.check(t, "partitions: "+c.what, tier, c.f)
+	}
 }
 
 func testConcurrentWriters(t *testing.T, h Harness) {
