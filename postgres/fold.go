@@ -126,7 +126,7 @@ func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("postgres: fold %+v on %s: %w", f, t.name, err)
 	}
-	if f == (durable.Filter{}) {
+	if f.Sink == "" && f.Topic == "" && f.Partition == nil && len(f.Partitions) == 0 {
 		if _, err := t.PruneNames(ctx); err != nil {
 			return folded, fmt.Errorf("postgres: fold on %s folded %d destinations, then: %w", t.name, folded, err)
 		}
