@@ -97,6 +97,7 @@ type route struct{ method, path, body string }
 var everyRoute = []route{
 	{"POST", "/v1/records", `[{"sink":"lake","topic":"orders","partition":0,"start":0,"end":1000000}]`},
 	{"POST", "/v1/checkpoint", ""},
+	{"POST", "/v1/release", `[{"topic":"orders","partition":0}]`},
 	{"GET", "/v1/gaps", ""},
 	{"GET", "/v1/coverage", ""},
 	{"PUT", "/v1/positions/files", `{"partition":0,"cursor":"c","raw_end":1000000}`},
