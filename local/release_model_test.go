@@ -61,8 +61,17 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 		ops = 150
 	}
 	errs := make(chan error, 16)
-	var wg sync.WaitGroup
+	// report keeps the first errors and drops the rest: a goroutine never
+	// blocks on it, whatever it holds.
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	var wg, releaser sync.WaitGroup
 	stop := make(chan struct{})
+	writing := make(chan struct{}) // closed when the writers are done
 
 	for w := range 3 {
 		wg.Add(1)
@@ -75,12 +84,15 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 				start := r.Uint64N(300)
 				rg := coverage.Range{Start: start, End: start + 1 + r.Uint64N(8)}
 				if err := s.Record(ctx, d, rg); err != nil {
-					errs <- fmt.Errorf("record %s %s: %w", d, rg, err)
+					report(fmt.Errorf("record %s %s: %w", d, rg, err))
 					return
 				}
 				m.mu.Lock()
 				addTo(m.recorded, d, rg)
 				m.mu.Unlock()
+				if r.IntN(16) == 0 { // let releases fall between records
+					time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
+				}
 			}
 		}()
 	}
@@ -98,7 +110,7 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 			}
 			cp, err := s.BeginCheckpoint(ctx)
 			if err != nil {
-				errs <- err
+				report(err)
 				return
 			}
 			if cp == nil {
@@ -127,18 +139,27 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 				err = s.CommitLanded(ctx, cp, landed)
 			}
 			if err != nil {
-				errs <- err
+				report(err)
 				return
 			}
 		}
 	}()
 
-	var released, retained int
-	wg.Add(1)
+	var released, retained, releases int
+	releaser.Add(1)
 	go func() {
-		defer wg.Done()
+		defer releaser.Done()
 		r := rand.New(rand.NewPCG(seed, 2))
-		for range ops / 4 {
+		// Until the writers are done, and a few times after (until one
+		// drops something, so that a machine where the writers outran
+		// every release still checks one).
+		for after := 0; after < 5 || released == 0 && after < 1000; releases++ {
+			select {
+			case <-writing:
+				after++
+			default:
+			}
+			time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
 			var some []coverage.TopicPartition
 			for range 1 + r.IntN(3) {
 				some = append(some, parts[r.IntN(len(parts))])
@@ -152,7 +173,7 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 			m.mu.Unlock()
 			res, err := s.Release(ctx, some)
 			if err != nil {
-				errs <- err
+				report(err)
 				return
 			}
 			released += len(res.Released)
@@ -161,7 +182,7 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 			for _, d := range res.Released {
 				b := before[d]
 				if lack := missingFrom(&b, m.durable[d]); !lack.IsEmpty() {
-					errs <- fmt.Errorf("released %s while the durable tier lacked %s of what was recorded before the release", d, lack.String())
+					report(fmt.Errorf("released %s while the durable tier lacked %s of what was recorded before the release", d, lack.String()))
 				}
 			}
 			m.mu.Unlock()
@@ -169,13 +190,15 @@ func TestReleaseRacesAgainstModel(t *testing.T) {
 	}()
 
 	wg.Wait()
+	close(writing)
+	releaser.Wait()
 	close(stop)
 	checkpointer.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	t.Logf("%d destinations released, %d retained over %d releases", released, retained, ops/4)
+	t.Logf("%d destinations released, %d retained over %d releases", released, retained, releases)
 	if released == 0 {
 		t.Fatal("no release dropped anything: the test exercised nothing")
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -165,7 +166,16 @@ func TestReleaseRacesRecordsIntoObjects(t *testing.T) {
 	var mu sync.Mutex
 	recorded := map[coverage.Destination]*coverage.RangeSet{}
 	errs := make(chan error, 8)
-	var wg sync.WaitGroup
+	// report keeps the first errors and drops the rest: a goroutine never
+	// blocks on it, whatever it holds.
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	var wg, releaser sync.WaitGroup
+	writing := make(chan struct{}) // closed when the writers are done
 	for w := range 2 {
 		wg.Add(1)
 		go func() {
@@ -177,7 +187,7 @@ func TestReleaseRacesRecordsIntoObjects(t *testing.T) {
 				start := r.Uint64N(500)
 				rg := coverage.Range{Start: start, End: start + 1 + r.Uint64N(5)}
 				if err := m.Record(ctx, d, rg); err != nil {
-					errs <- err
+					report(err)
 					return
 				}
 				mu.Lock()
@@ -186,15 +196,26 @@ func TestReleaseRacesRecordsIntoObjects(t *testing.T) {
 				}
 				_ = recorded[d].Add(rg)
 				mu.Unlock()
+				if r.IntN(4) == 0 { // let releases, each a checkpoint, fall between records
+					time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
+				}
 			}
 		}()
 	}
-	released := 0
-	wg.Add(1)
+	released, releases := 0, 0
+	releaser.Add(1)
 	go func() {
-		defer wg.Done()
+		defer releaser.Done()
 		r := rand.New(rand.NewPCG(seed, 1))
-		for range ops / 10 {
+		// Until the writers are done, and a few times after (until one
+		// drops something).
+		for after := 0; after < 3 || released == 0 && after < 100; releases++ {
+			select {
+			case <-writing:
+				after++
+			default:
+			}
+			time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
 			some := []coverage.TopicPartition{parts[r.IntN(len(parts))]}
 			before := map[coverage.Destination]coverage.RangeSet{}
 			mu.Lock()
@@ -204,13 +225,13 @@ func TestReleaseRacesRecordsIntoObjects(t *testing.T) {
 			mu.Unlock()
 			sum, err := m.Release(ctx, some)
 			if err != nil {
-				errs <- err
+				report(err)
 				return
 			}
 			released += len(sum.Released)
 			all, err := tier.Coverage(ctx, durable.Filter{})
 			if err != nil {
-				errs <- err
+				report(err)
 				return
 			}
 			for _, d := range sum.Released {
@@ -219,17 +240,19 @@ func TestReleaseRacesRecordsIntoObjects(t *testing.T) {
 					have = new(coverage.RangeSet)
 				}
 				if lack := coverage.Gaps(&b, have); !lack.IsEmpty() {
-					errs <- fmt.Errorf("released %s while the durable tier lacked %s recorded before the release", d, lack.String())
+					report(fmt.Errorf("released %s while the durable tier lacked %s recorded before the release", d, lack.String()))
 				}
 			}
 		}
 	}()
 	wg.Wait()
+	close(writing)
+	releaser.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	t.Logf("%d destinations released over %d releases", released, ops/10)
+	t.Logf("%d destinations released over %d releases", released, releases)
 	if released == 0 {
 		t.Fatal("no release dropped anything: the test exercised nothing")
 	}
