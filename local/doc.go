@@ -68,10 +68,12 @@
 // starts the destination afresh; a record is never dropped. Release does
 // not refuse later records of the partition: they re-create its state,
 // pending as any other record, which is harmless and is checkpointed as
-// usual. A process killed between the checkpoint and the delete, or before
-// the delete reached the disk, reopens with the released ranges still
-// here: harmless, as they are committed (checkpointed, not pending) and
-// the next release drops them. Released destinations leave Destinations,
+// usual. A process killed (SIGKILL, OOM) between the checkpoint and the
+// delete reopens with the released ranges still here: harmless, as they
+// are committed (checkpointed, not pending), and the next release drops
+// them. The delete is not fsynced unless Options.Sync is set: a power loss
+// may bring the ranges back too, as a power loss brings back any unsynced
+// state (a checkpoint whose mark was lost resumes and is found by name). Released destinations leave Destinations,
 // Diagnostics and every later checkpoint's scan.
 //
 // # Failures
