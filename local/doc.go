@@ -55,6 +55,27 @@
 // name, for the caller to look for in the durable tier (Checkpoint.Resumed)
 // and mark if it landed; a duplicated row is harmless to the durable table.
 //
+// # Releasing partitions
+//
+// A pod that no longer owns a partition releases it (Release; the pod
+// calls mirror.Mirror.Release, which checkpoints first): the local state
+// of its destinations, of every sink, is deleted in one Pebble batch of
+// range deletions over their key prefixes, but only of those whose every
+// covered range is in a committed checkpoint, so this tier is never the
+// only copy of what it drops. Pending is read under the lock Record takes
+// and the delete commits under it, so a record that races the release
+// keeps its destination (it is pending) or lands after the delete and
+// starts the destination afresh; a record is never dropped. Release does
+// not refuse later records of the partition: they re-create its state,
+// pending as any other record, which is harmless and is checkpointed as
+// usual. A process killed (SIGKILL, OOM) between the checkpoint and the
+// delete reopens with the released ranges still here: harmless, as they
+// are committed (checkpointed, not pending), and the next release drops
+// them. The delete is not fsynced unless Options.Sync is set: a power loss
+// may bring the ranges back too, as a power loss brings back any unsynced
+// state (a checkpoint whose mark was lost resumes and is found by name). Released destinations leave Destinations,
+// Diagnostics and every later checkpoint's scan.
+//
 // # Failures
 //
 // A directory held by another process fails with ErrLocked; one the process

@@ -20,7 +20,10 @@
 // those, and the others stay pending for the next checkpoint, so one broken
 // sink holds no other back. Snapshot expiry, where the tier has snapshots
 // (durable.Expirer), runs only after a checkpoint landed and never changes
-// what is covered. A new owner and the recovery planner read only the
+// what is covered. Release, on a partition's revocation, checkpoints and
+// then drops the local state of the partition's destinations whose every
+// range the durable tier holds (local.Store.Release); a failed checkpoint
+// drops nothing. A new owner and the recovery planner read only the
 // durable tier, so coverage a dead pod never checkpointed is replayed (a
 // lag), never assumed (a lead).
 package mirror

@@ -6,6 +6,8 @@
 //
 //	POST /v1/records              JSON array or NDJSON of {"sink","topic","partition","start","end"}
 //	POST /v1/checkpoint           Mirror.Checkpoint now: {"checkpoints","batches","destinations","positions","duration_seconds","joined"}
+//	POST /v1/release              a JSON array of {"topic","partition"} this pod no longer owns: Mirror.Release (checkpoint,
+//	                              then drop their local state, every sink): {"released","retained","checkpoints","batches"}
 //	GET  /v1/gaps                 ?reference=&sink=&topic=&partition=: committed gaps, as `covmirror gaps --json`
 //	                              (+ &acked_end=N[&acked_start=S] with topic and partition: that partition's extent)
 //	POST /v1/gaps                 the same, with a JSON array of extents [{"topic","partition","start","end"}] as the body
@@ -80,6 +82,12 @@
 //     times out or breaks off is 408 (rule timeout or body-read), blamed on
 //     no entry; a query parameter given twice is 400. Nothing is recorded
 //     or buffered from a refused request.
+//   - POST /v1/release drops nothing the durable tier lacks:
+//     Mirror.Release checkpoints first and drops the local state only of
+//     destinations whose every range is committed; a checkpoint that fails
+//     answers 503 (rule durable-tier) and drops nothing. Its body is held
+//     to the record rules (one array, exact field names, a partition of
+//     digits, a valid topic name); a refused body releases nothing.
 //   - A position is resolved with coverage.SafePosition against raw's
 //     committed coverage in the durable tier, so GET never returns a
 //     position past a gap in raw. PUT buffers the position in the Mirror,

@@ -97,6 +97,7 @@ type route struct{ method, path, body string }
 var everyRoute = []route{
 	{"POST", "/v1/records", `[{"sink":"lake","topic":"orders","partition":0,"start":0,"end":1000000}]`},
 	{"POST", "/v1/checkpoint", ""},
+	{"POST", "/v1/release", `[{"topic":"orders","partition":0}]`},
 	{"GET", "/v1/gaps", ""},
 	{"GET", "/v1/coverage", ""},
 	{"PUT", "/v1/positions/files", `{"partition":0,"cursor":"c","raw_end":1000000}`},
@@ -196,7 +197,7 @@ func TestAllowedHosts(t *testing.T) {
 // recorded lake [0,1000000).
 func TestBrowserShapedRequestsRefused(t *testing.T) {
 	lp := newLivePod(t, nil)
-	writes := []route{everyRoute[0], everyRoute[1], everyRoute[4]}
+	writes := []route{everyRoute[0], everyRoute[1], everyRoute[2], everyRoute[5]}
 	for _, w := range writes {
 		for _, ct := range []string{"", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx"} {
 			code, body, _ := lp.send(t, false, w.method, w.path, w.body, "Content-Type", ct)

@@ -40,7 +40,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint,
+	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint, "/v1/release": routeRelease,
 		"/v1/gaps": routeGaps, "/v1/plan": routePlan, "/v1/extents": routeExtents, "/v1/coverage": routeCoverage, "/": routeUnknown})
 	s.handler = h
 	s.http = &http.Server{
@@ -63,6 +63,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 const (
 	routeRecords    = "POST /v1/records"
 	routeCheckpoint = "POST /v1/checkpoint"
+	routeRelease    = "POST /v1/release"
 	routeGaps       = "GET /v1/gaps"
 	routePlan       = "GET /v1/plan"
 	routeCommitted  = "GET /v1/committed"
@@ -107,6 +108,7 @@ func (s *Server) routes() (h *http.ServeMux, err error) {
 	}()
 	mux.Handle("/v1/records", s.route(routeRecords, http.MethodPost, s.records))
 	mux.Handle("/v1/checkpoint", s.route(routeCheckpoint, http.MethodPost, s.checkpoint))
+	mux.Handle("/v1/release", s.route(routeRelease, http.MethodPost, s.release))
 	// These three take GET and POST (or PUT) and check the method
 	// themselves.
 	mux.Handle("/v1/gaps", s.route(routeGaps, "", s.gaps))
@@ -125,7 +127,7 @@ func (s *Server) routes() (h *http.ServeMux, err error) {
 		mux.Handle(pattern, extra)
 	}
 	mux.Handle("/", s.route(routeUnknown, "", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT, GET and DELETE /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, POST /v1/release, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT, GET and DELETE /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
 	}))
 	return mux, nil
 }

@@ -8,9 +8,9 @@
 //	// Only after the sink durably acknowledged the batches:
 //	err = c.Record(ctx, []coverage.Entry{{Destination: dest, Range: rng}})
 //
-// Record is POST /v1/records; Checkpoint, Gaps, Plan, Committed,
-// PutExtents, Extents, PutPosition and Position are the API's other
-// routes, with typed results. The package depends on coverage and the
+// Record is POST /v1/records; Checkpoint, Release, Gaps, Plan,
+// Committed, PutExtents, Extents, PutPosition and Position are the API's
+// other routes, with typed results. The package depends on coverage and the
 // standard library only, so that a program embedding it links neither
 // Pebble, Iceberg nor DuckDB.
 //
