@@ -46,6 +46,18 @@ func (w *watch) acquired(id int, held context.Context) {
 	w.who = append(w.who, id)
 }
 
+// holder is the contender holding the lease now, if one does.
+func (w *watch) holder() (int, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, ctx := range w.held {
+		if ctx.Err() == nil {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
 // holders is how many contenders hold the lease now.
 func (w *watch) holders() int {
 	w.mu.Lock()
@@ -91,6 +103,9 @@ func chaos(t *testing.T, seed uint64, n, steps int, maxWait time.Duration, newLe
 	for range steps {
 		time.Sleep(time.Duration(rng.Int64N(int64(maxWait))))
 		id := rng.IntN(n)
+		if h, ok := w.holder(); ok && rng.IntN(2) == 0 {
+			id = h // events on the holder are the ones that move the lease
+		}
 		switch k := rng.IntN(3); {
 		case k == 0 || (k == 2 && pause == nil):
 			// A crash: the renewals stop, nothing is released, and the
