@@ -20,10 +20,9 @@ const ttl = 30 * time.Second
 // call was made (a write of unknown outcome) rather than the call.
 type gate struct {
 	object.Blobs
-	mu     sync.Mutex
-	until  time.Time
-	after  bool
-	closed chan struct{}
+	mu    sync.Mutex
+	until time.Time
+	after bool
 }
 
 func (g *gate) pause(d time.Duration, after bool) {
