@@ -81,10 +81,18 @@ func (s *gapSlot) get() *gapmetrics.Metrics {
 }
 
 func (s *gapSlot) refresh(ctx context.Context) error {
-	if g := s.get(); g != nil {
-		return g.Refresh(ctx)
+	g := s.get()
+	if g == nil {
+		return nil
 	}
-	return nil
+	err := g.Refresh(ctx)
+	if err != nil && ctx.Err() == nil {
+		// The line the alert CovmirrorGapRefreshFailing points to, as
+		// gapmetrics.Metrics.Run logs it.
+		s.opts.Logger.Warn("gap metrics refresh failed; the last good values stay exported",
+			"table", s.opts.Table.Name(), "err", err, "retry_in", s.opts.Interval.String())
+	}
+	return err
 }
 
 // Describe sends nothing: the series come and go with the lease (an
