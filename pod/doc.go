@@ -2,15 +2,18 @@
 // runs, for a program that embeds covmirror. Start opens the coverage
 // table, the durable tier (tier.Open), the stored sources' positions, the
 // local tier, the Mirror that checkpoints it, the record API (sidecar)
-// with /metrics, /debug/coverage and the coverage map, the gap metrics
-// and, when the table is the replica of another tier, the replica loop;
-// Run checkpoints every Options.Interval until its context ends, then
-// shuts the pod down.
+// with /metrics, /debug/coverage and the coverage map, and the fleet role
+// (package fleet): the gap metrics' refresh and, when the table is the
+// replica of another tier, the replica loop, run by every pod, by the pod
+// holding the deployment's lease, or by none (Options.Fleet); Run
+// checkpoints every Options.Interval until its context ends, then shuts
+// the pod down.
 //
 // The invariant it owns is the shutdown order, which makes a 200 mean what
 // the final checkpoint carries:
 //
-//  1. the background jobs (gap metrics, replica loop) stop;
+//  1. the fleet role's jobs (gap metrics, replica loop) stop and its lease
+//     is released, so that another pod takes it over at once;
 //  2. the record API stops accepting, answers 503 to new writes and lets
 //     requests in flight finish within Options.ShutdownWindow; a record
 //     request not done by then answers 503 and its caller retries it;

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/lease"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/tier"
@@ -46,6 +47,18 @@ type Options struct {
 	// coverage table when the table is not the tier itself (Kind Object or
 	// Postgres); zero: DefaultReplicateEvery; Never: not at all.
 	ReplicateEvery time.Duration
+	// Fleet says whether this pod does the fleet work, the jobs a
+	// deployment needs once rather than per pod: the gap metrics' refresh
+	// (a read of the whole coverage table) and the replica loop. FleetEvery:
+	// every pod does; FleetElected: the pod holding the deployment's lease
+	// (package lease, on the durable tier's own store: object or postgres);
+	// FleetNever: none, another process does. A pod that does not do it
+	// exports no gap series. Zero: FleetEvery.
+	Fleet string
+	// FleetTTL is the fleet lease's TTL with FleetElected: a pod that
+	// crashed holding it is replaced after one to about one and a third
+	// TTLs. Zero: lease.DefaultTTL.
+	FleetTTL time.Duration
 	// ShutdownWindow bounds the wait for requests in flight at shutdown;
 	// zero: DefaultShutdownWindow.
 	ShutdownWindow time.Duration
@@ -97,6 +110,12 @@ func (o *Options) EnsureDefaults() {
 	if o.ShutdownWindow == 0 {
 		o.ShutdownWindow = DefaultShutdownWindow
 	}
+	if o.Fleet == "" {
+		o.Fleet = FleetEvery
+	}
+	if o.FleetTTL == 0 {
+		o.FleetTTL = lease.DefaultTTL
+	}
 }
 
 // Validate checks the options after EnsureDefaults.
@@ -108,6 +127,9 @@ func (o *Options) Validate() error {
 		return errors.New("pod: the replica interval must be positive, or Never")
 	}
 	if _, err := coverage.SourceRegimes(o.Sources); err != nil {
+		return err
+	}
+	if err := o.validateFleet(); err != nil {
 		return err
 	}
 	return o.Tier.Validate()

@@ -15,11 +15,11 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/fleet"
 	"github.com/covmirror/covmirror/gapmetrics"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
-	"github.com/covmirror/covmirror/replica"
 	"github.com/covmirror/covmirror/sidecar"
 	"github.com/covmirror/covmirror/sidecar/covmap"
 	"github.com/covmirror/covmirror/tier"
@@ -37,10 +37,15 @@ type Pod struct {
 	srv       *sidecar.Server
 	lns       []net.Listener
 	serveErr  chan error
-	// cancel stops the background jobs (gap metrics, replica loop).
-	cancel   context.CancelFunc
-	shutdown sync.Once
-	err      error
+	// cancel stops the background jobs (the fleet role: gap metrics,
+	// replica loop), and fleetDone is closed once they returned and the
+	// lease was released.
+	cancel     context.CancelFunc
+	fleet      *fleet.Role // nil with FleetNever
+	fleetDone  chan struct{}
+	leaseBlobs io.Closer // the lease's store, with FleetElected on Object
+	shutdown   sync.Once
+	err        error
 }
 
 // Start opens the pod's tiers and listeners and starts serving; ctx bounds
@@ -90,6 +95,12 @@ func Start(ctx context.Context, opts Options) (_ *Pod, err error) {
 	undo = append(undo, closeFunc(p.mirror.Close))
 	bg, cancel := context.WithCancel(ctx)
 	undo = append(undo, closeFunc(func() error { cancel(); return nil }))
+	undo = append(undo, closeFunc(func() error {
+		if p.leaseBlobs != nil {
+			return p.leaseBlobs.Close()
+		}
+		return nil
+	}))
 	if err := p.startSidecar(bg, store, positions); err != nil {
 		return nil, err
 	}
@@ -98,13 +109,13 @@ func Start(ctx context.Context, opts Options) (_ *Pod, err error) {
 	for _, ln := range p.lns {
 		go func() { p.serveErr <- p.srv.Serve(ln) }()
 	}
-	if !opts.Tier.TableIsPrimary() && opts.ReplicateEvery > 0 {
-		go func() {
-			if err := replica.ReplicateEvery(bg, p.tier, p.table, opts.ReplicateEvery, replica.Options{Writer: opts.Tier.Writer, Logger: opts.Logger}); err != nil {
-				opts.Logger.Error("the replica job did not start; the coverage table is not kept up to date", "err", err)
-			}
-		}()
-	}
+	p.fleetDone = make(chan struct{})
+	go func() {
+		defer close(p.fleetDone)
+		if p.fleet != nil {
+			_ = p.fleet.Run(bg) // until shutdown; releases the lease
+		}
+	}()
 	return p, nil
 }
 
@@ -137,6 +148,10 @@ func (p *Pod) Shutdown() error {
 
 func (p *Pod) stop() error {
 	p.cancel()
+	<-p.fleetDone
+	if p.leaseBlobs != nil {
+		_ = p.leaseBlobs.Close()
+	}
 	window := p.opts.ShutdownWindow
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
@@ -166,9 +181,14 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	// holes over the same ones. Declared starts fill in an extent
 	// reported without a start.
 	extents := sidecar.NewExtentBook(0)
-	gaps, _ := gapmetrics.New(gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks}) // fails only without a table
-	reg.MustRegister(p.mirror.Collector(), gaps)
-	go func() { _ = gaps.Run(ctx) }() // per-sink gaps from the table, until shutdown
+	reg.MustRegister(p.mirror.Collector())
+	// Per-sink gaps from the table, refreshed by the fleet role where this
+	// pod does the fleet work (Options.Fleet).
+	gaps := gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks, Interval: gapmetrics.DefaultInterval}
+	var err error
+	if p.fleet, err = p.startFleet(ctx, reg, gaps); err != nil {
+		return err
+	}
 	extra := map[string]http.Handler{
 		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		"/debug/coverage": store.Handler(),

@@ -13,7 +13,7 @@ import (
 // runServe parses serve's settings and runs the pod (package pod) until
 // SIGTERM.
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr "+pod.DefaultAddr+"] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync] [--sinks a,b] [--replicate-every 1m]")
+	fs := subFlags(g, "serve", "[--addr "+pod.DefaultAddr+"] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync] [--sinks a,b] [--replicate-every 1m] [--fleet every|elected|never] [--fleet-ttl 30s]")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -28,13 +28,20 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if every == 0 {
 		every = pod.Never
 	}
+	fleetMode, fleetTTL := set.String("fleet"), set.Duration("fleet-ttl")
+	if err := pod.ParseFleet(fleetMode); err != nil {
+		return usageError{Err: fmt.Errorf("serve: --%w", err)}
+	}
+	if fleetTTL <= 0 {
+		return usageError{Err: errors.New("serve: --fleet-ttl must be positive")}
+	}
 	sources, err := coverage.ParseSources(set.Map("source"))
 	if err != nil {
 		return usageError{Err: fmt.Errorf("serve: %w", err)}
 	}
 	opts := pod.Options{Tier: g.tier, Addr: set.String("addr"), Socket: set.String("socket"), Interval: interval, MaxBodyBytes: maxBody,
 		ReplicateEvery: every, Sources: sources, Sinks: set.List("sinks"), Starts: g.starts, AllowedHosts: set.List("allow-hosts"),
-		Sync: set.Bool("sync"), Logger: g.logger}
+		Sync: set.Bool("sync"), Fleet: fleetMode, FleetTTL: fleetTTL, Logger: g.logger}
 	if path := set.String("token-file"); path != "" {
 		if opts.Token, err = readToken(path); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/lease"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/pod"
@@ -64,6 +65,10 @@ var table = func() []settings.Setting {
 		{Key: "max-body", Commands: serve, Kind: settings.Int64, Default: fmt.Sprint(sidecar.DefaultMaxBodyBytes), Usage: "largest request body in bytes"},
 		{Key: "replicate-every", Aliases: []string{"mirror-every"}, Commands: serve, Kind: settings.Duration, Default: pod.DefaultReplicateEvery.String(),
 			Usage: "with --durable object or postgres: copy the primary into its replica, the coverage table, this often, so that the map, the gap metrics and any engine can read it (0: never)"},
+		{Key: "fleet", Commands: serve, Default: pod.FleetEvery,
+			Usage: "which pods do the fleet work, the gap metrics' whole-table refresh and the replica loop: every (each pod), elected (the pod holding the deployment's lease, beside the sink objects or in the PostgreSQL database; needs --durable object or postgres) or never (another process does: a pod run with --fleet elected)"},
+		{Key: "fleet-ttl", Commands: serve, Kind: settings.Duration, Default: lease.DefaultTTL.String(),
+			Usage: "with --fleet elected: how long the fleet lease outlives its holder's last renewal; a crashed holder is replaced after about this long"},
 		{Key: "source", Env: "COVMIRROR_SOURCES", Commands: serve, Kind: settings.Map, Entry: "NAME", Add: addSource,
 			Usage: "a source's regime, NAME=stored or NAME=broker-managed, repeatable: stored sources keep positions through PUT /v1/positions/NAME"},
 		{Key: "allow-hosts", Flag: "allow-host", Commands: serve, Kind: settings.List, Repeatable: true,

@@ -41,7 +41,7 @@ var CovmirrorKeys = []string{
 	"catalog.*", "namespace", "table", "writer", "durable", "postgres.url", "postgres.schema",
 	"object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store", "object.layout",
 	"start.*", "reconcile.*", "addr", "socket", "interval", "max-body", "replicate-every", "mirror-every",
-	"source.*", "allow-hosts", "sync", "sinks",
+	"source.*", "allow-hosts", "sync", "sinks", "fleet", "fleet-ttl",
 }
 
 // Summaries are the commands' one-line summaries, covmirror's too.
