@@ -11,6 +11,7 @@ import (
 	"github.com/covmirror/covmirror/fleet"
 	"github.com/covmirror/covmirror/gapmetrics"
 	"github.com/covmirror/covmirror/lease"
+	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/replica"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -130,6 +131,17 @@ func (p *Pod) startFleet(ctx context.Context, reg prometheus.Registerer, gaps ga
 			o.Logger.Error("the replica job did not start; the coverage table is not kept up to date", "err", err)
 		} else if err := role.Add("replica", o.ReplicateEvery, func(ctx context.Context) error {
 			_, err := replica.Replicate(ctx, p.tier, p.table, ropts)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	// The deltas layout's fold, once per checkpoint interval: the pods'
+	// checkpoints wait in deltas until it merges them into the bases.
+	if ot, ok := p.tier.(*object.Tier); ok && ot.Layout() == object.LayoutDeltas {
+		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
+			res, err := ot.Fold(ctx)
+			o.Logger.Debug("object: fold", "deltas", res.Deltas, "sink-objects", res.SinkObjects, "bases", res.Bases, "left", res.Left, "err", err)
 			return err
 		}); err != nil {
 			return nil, err

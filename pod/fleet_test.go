@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/object"
 	"github.com/covmirror/covmirror/pod"
@@ -172,6 +174,79 @@ func TestNeverExportsNoGaps(t *testing.T) {
 		}
 		if err := p.Shutdown(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestElectedPodFoldsDeltas: two pods write the deltas layout; the one
+// holding the lease folds, so their checkpoints leave deltas/ for the
+// bases and the durable tier still holds every range recorded.
+func TestElectedPodFoldsDeltas(t *testing.T) {
+	shared := t.TempDir()
+	props, err := iceberg.EmbeddedProps(filepath.Join(shared, "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(shared, "objects")
+	url := "file://" + filepath.ToSlash(dir)
+	var pods []*pod.Pod
+	for _, name := range []string{"pod-a", "pod-b"} {
+		ts := tier.Settings{Kind: tier.Object, State: t.TempDir(), CatalogProps: props, Writer: name,
+			Object: tier.ObjectSettings{URL: url, Layout: string(object.LayoutDeltas)}}
+		ctx, cancel := context.WithCancel(context.Background())
+		p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", Interval: 50 * time.Millisecond, Fleet: pod.FleetElected,
+			FleetTTL: 900 * time.Millisecond, ReplicateEvery: time.Hour})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		pods = append(pods, p)
+	}
+	want := map[coverage.Destination]coverage.Range{}
+	for i, p := range pods {
+		for part := range int32(3) {
+			d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: part + int32(i)*100}
+			r := coverage.Range{Start: 10, End: 20}
+			if err := p.Mirror().Record(context.Background(), d, r); err != nil {
+				t.Fatal(err)
+			}
+			want[d] = r
+		}
+	}
+	blobs, err := object.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	reader, err := object.Open(context.Background(), object.Options{Blobs: blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		deltas, err := blobs.List(context.Background(), "deltas/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases, err := blobs.List(context.Background(), "bases/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := reader.Coverage(context.Background(), durable.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for d, r := range want {
+			all = all && got[d] != nil && got[d].ContainsRange(r)
+		}
+		if all && len(deltas) == 0 && len(bases) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: %d deltas left, %d bases, every range in the tier: %v", len(deltas), len(bases), all)
 		}
 	}
 }
