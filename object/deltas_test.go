@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,4 +219,74 @@ func (m model) within(got map[coverage.Destination]*coverage.RangeSet, max model
 		}
 	}
 	return nil
+}
+
+// getKeys records the keys each Get reads.
+type getKeys struct {
+	Blobs
+	mu   sync.Mutex
+	keys []string
+}
+
+func (g *getKeys) Get(ctx context.Context, key string) ([]byte, string, error) {
+	g.mu.Lock()
+	g.keys = append(g.keys, key)
+	g.mu.Unlock()
+	return g.Blobs.Get(ctx, key)
+}
+
+// TestPartitionsReadOnlyTheirBases: a read of a few partitions, as a new
+// owner's Resume of what it was handed, reads only the bases of those
+// partitions' groups, and returns exactly their coverage.
+func TestPartitionsReadOnlyTheirBases(t *testing.T) {
+	dir := t.TempDir()
+	w := openDeltas(t, dir)
+	c := durable.Checkpoint{Writer: "pod-a", Name: "all"}
+	for _, topic := range []string{"orders", "users", "clicks"} {
+		for p := range int32(10 * GroupSize) {
+			for _, sink := range []string{"raw", "lake"} {
+				c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: coverage.Destination{Sink: sink, Topic: topic, Partition: p},
+					Ranges: []coverage.Range{{Start: uint64(p), End: uint64(p) + 5}}})
+			}
+		}
+	}
+	if err := w.Append(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	counting := &getKeys{Blobs: inner}
+	r, err := Open(ctx, Options{Blobs: counting})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []coverage.TopicPartition{{Topic: "orders", Partition: 3}, {Topic: "orders", Partition: 5}, {Topic: "users", Partition: 2*GroupSize + 1}}
+	got, err := r.Coverage(ctx, durable.Filter{Partitions: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*len(want) {
+		t.Fatalf("read %d destinations, want %d", len(got), 2*len(want))
+	}
+	for _, tp := range want {
+		set := got[coverage.Destination{Sink: "lake", Topic: tp.Topic, Partition: tp.Partition}]
+		if set == nil || !set.ContainsRange(coverage.Range{Start: uint64(tp.Partition), End: uint64(tp.Partition) + 5}) {
+			t.Fatalf("%v: %v", tp, set)
+		}
+	}
+	var bases []string
+	for _, k := range counting.keys {
+		if strings.HasPrefix(k, basesDir) {
+			bases = append(bases, k)
+		}
+	}
+	if len(bases) != 2 { // orders group 0, users group 2
+		t.Fatalf("read bases %v, want the two groups of the partitions asked for, of the 30 there", bases)
+	}
 }

@@ -28,11 +28,12 @@ func (s *Tier) view(ctx context.Context, f durable.Filter, visit func(coverage.D
 		return err
 	}
 	var mu sync.Mutex
+	match := f.Matcher()
 	visitObject := func(o *sinkObject) {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range o.Dests {
-			if d := (coverage.Destination{Sink: o.Sink, Topic: o.Dests[i].Topic, Partition: o.Dests[i].Partition}); f.Match(d) {
+			if d := (coverage.Destination{Sink: o.Sink, Topic: o.Dests[i].Topic, Partition: o.Dests[i].Partition}); match(d) {
 				visit(d, &o.Dests[i])
 			}
 		}
@@ -97,10 +98,23 @@ func (s *Tier) listDeltas(ctx context.Context) ([]string, error) {
 }
 
 // baseKeys are the keys of the bases f can select from: one for a
-// partition, a topic's for a topic, else all.
+// partition, one per group of the partitions listed, a topic's for a
+// topic, else all.
 func (s *Tier) baseKeys(ctx context.Context, f durable.Filter) ([]string, error) {
 	if f.Topic != "" && f.Partition != nil {
 		return []string{baseKey(s.opts.Prefix, f.Topic, *f.Partition)}, nil
+	}
+	if len(f.Partitions) > 0 {
+		var keys []string
+		seen := map[string]bool{}
+		for _, tp := range f.Partitions {
+			k := baseKey(s.opts.Prefix, tp.Topic, tp.Partition)
+			if (f.Topic == "" || f.Topic == tp.Topic) && (f.Partition == nil || *f.Partition == tp.Partition) && !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		return keys, nil
 	}
 	dir := s.opts.Prefix + basesDir
 	if f.Topic != "" {
