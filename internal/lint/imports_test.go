@@ -25,6 +25,8 @@ var testOnly = []string{
 	"internal/browsertest",
 	"internal/catalogtest",
 	"internal/childproc",
+	"internal/fleetbench",
+	"internal/fleetsim",
 	"internal/gapspec",
 	"internal/pipelinetest",
 	"internal/podtest",
