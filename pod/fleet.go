@@ -139,6 +139,11 @@ func (p *Pod) startFleet(ctx context.Context, reg prometheus.Registerer, gaps ga
 	// The deltas layout's fold, once per checkpoint interval: the pods'
 	// checkpoints wait in deltas until it merges them into the bases.
 	if ot, ok := p.tier.(*object.Tier); ok && ot.Layout() == object.LayoutDeltas {
+		if o.Fleet == FleetEvery {
+			// Safe (folds merge by union), but each pod then reads every
+			// pod's deltas and rewrites the bases they touch each interval.
+			o.Logger.Warn("object.layout = deltas with fleet = every: every pod folds the whole deployment's checkpoints each interval; set fleet = elected so that one pod does")
+		}
 		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
 			res, err := ot.Fold(ctx)
 			o.Logger.Debug("object: fold", "deltas", res.Deltas, "sink-objects", res.SinkObjects, "bases", res.Bases, "left", res.Left, "err", err)
