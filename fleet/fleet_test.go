@@ -124,7 +124,9 @@ func TestOneRoleRunsTheJobs(t *testing.T) {
 			p.cancel()
 			<-p.done
 			delete(pods, ls[0])
+			l.mu.Lock()
 			t.Logf("round %d: %s led; runs %v", round, ls[0], l.runs)
+			l.mu.Unlock()
 		}
 		time.Sleep(5 * time.Minute)
 		synctest.Wait()

@@ -173,6 +173,17 @@ func (d *driver) Acquire(ctx context.Context) (context.Context, error) {
 		}
 		start := time.Now()
 		held, err := d.b.try(ctx)
+		if took := time.Since(start); held && ctx.Err() == nil && took >= d.opts.RenewDeadline {
+			// A contender times a write from when it sees it: a write
+			// answered this late may have landed a TTL ago, and been
+			// taken over since. Give it up; the next attempt takes the
+			// lease again if it is still this contender's.
+			log.Warn("lease: the lease was taken, but the store answered too late to rely on; trying again", "took", took.String(), "renew_deadline", d.opts.RenewDeadline.String())
+			dctx, dcancel := context.WithTimeout(context.Background(), d.opts.RenewEvery)
+			_ = d.b.drop(dctx, false)
+			dcancel()
+			held = false
+		}
 		if held && ctx.Err() == nil {
 			heldCtx := d.hold(parent, start, log)
 			d.unlock()

@@ -196,3 +196,54 @@ func TestObjectRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectLateAnswerIsNoHolding: a take whose answer comes back after
+// a TTL (the write landed, the reply was held up) is not reported as a
+// holding: a contender that waited out the write since has the lease.
+func TestObjectLateAnswerIsNoHolding(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		blobs := openDir(t, dir)
+		a, b := newObject(t, &latePut{Blobs: blobs, d: 3 * ttl}, "a"), newObject(t, blobs, "b")
+		gotA := make(chan context.Context, 1)
+		go func() {
+			held, err := a.Acquire(context.Background())
+			if err == nil {
+				gotA <- held
+			}
+		}()
+		synctest.Wait() // a's write landed; its answer is held up
+		heldB, err := b.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * ttl)
+		synctest.Wait()
+		if len(gotA) != 0 {
+			t.Errorf("a was told it holds the lease from a write answered after %s, while b holds it", 3*ttl)
+		}
+		if heldB.Err() != nil {
+			t.Fatalf("b lost the lease: %v", context.Cause(heldB))
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if heldA := <-gotA; heldA.Err() != nil {
+			t.Errorf("a took the released lease but its holding ended: %v", context.Cause(heldA))
+		}
+		_ = a.Close()
+	})
+}
+
+// latePut answers its first Put d after the write landed.
+type latePut struct {
+	object.Blobs
+	d    time.Duration
+	once sync.Once
+}
+
+func (l *latePut) Put(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+	v, err := l.Blobs.Put(ctx, key, data, ifMatch)
+	l.once.Do(func() { time.Sleep(l.d) })
+	return v, err
+}
