@@ -168,7 +168,10 @@ func TestLayering(t *testing.T) {
 	// internal/backoff is the retry schedule the tiers share, no tier.
 	only(t, "mirror", "coverage", "durable", "local", "internal/backoff")
 	only(t, "recovery", "coverage", "durable")
-	only(t, "reconcile", "coverage", "durable", "recovery", "internal/wirejson")
+	only(t, "reconcile", "coverage", "durable", "recovery", "internal/wirejson", "internal/redact")
+	// internal/redact is the one redaction every surface prints through:
+	// the standard library only.
+	only(t, "internal/redact")
 }
 
 // TestNoConcreteTier: the checkpointer, the planner and reconcile work on any
@@ -183,9 +186,10 @@ func TestNoConcreteTier(t *testing.T) {
 
 // TestClientLinksNoPod: sidecar/client is for Go programs outside the pod,
 // which record over the API instead of linking the pod: the model and the
-// retry schedule, and nothing of the tiers, the server or their engines.
+// retry schedule and the redaction, and nothing of the tiers, the server or
+// their engines.
 func TestClientLinksNoPod(t *testing.T) {
-	only(t, "sidecar/client", "coverage", "internal/backoff")
+	only(t, "sidecar/client", "coverage", "internal/backoff", "internal/redact")
 	never(t, "sidecar/client", "a program outside the pod links only the model and the standard library",
 		"sidecar", "local", "durable", "mirror", "iceberg", "object", "postgres",
 		"github.com/cockroachdb/pebble", "github.com/apache/iceberg-go", "github.com/duckdb")
@@ -196,7 +200,7 @@ func TestClientLinksNoPod(t *testing.T) {
 // tier and the settings plumbing, and nothing of the durable tier, the pod
 // or their engines, whose package inits cost what it saves.
 func TestLiteLinksOnlyTheLocalTier(t *testing.T) {
-	only(t, "internal/lite", "coverage", "local", "internal/settings", "internal/token")
+	only(t, "internal/lite", "coverage", "local", "internal/settings", "internal/token", "internal/redact")
 	only(t, "cmd/covmirror-lite", "internal/lite", "internal/settings")
 	for _, p := range []string{"internal/lite", "cmd/covmirror-lite"} {
 		never(t, p, "the small binary links only the local tier",

@@ -10,13 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/backoff"
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Client calls one pod's record API. Safe for concurrent use.
@@ -208,31 +208,32 @@ func (c *Client) attempt(ctx context.Context, method, route, target string, body
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
 		if err != nil && retryableStatus(resp.StatusCode) {
 			return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
 		}
-		e := answerError(route, resp.StatusCode, data)
-		if t := c.opts.Token; t != "" {
-			// An address that is not the pod may echo the request back.
-			e.Message, e.Rule = strings.ReplaceAll(e.Message, t, "[token]"), strings.ReplaceAll(e.Rule, t, "[token]")
-		}
-		return e
+		cut := len(data) > maxErrorBody
+		return answerError(route, resp.StatusCode, data[:min(len(data), maxErrorBody)], cut, c.opts.Token)
+	}
+	// The answer is read whole, within its bound, before it is decoded: a
+	// body past the bound is no answer of the record API, and reading it
+	// again on a retry would only cost as much again.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxAnswer+1))
+	if err != nil {
+		// The body broke off: the answer was lost, the request may have
+		// taken effect; again is harmless.
+		return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
+	}
+	if int64(len(data)) > c.opts.MaxAnswer {
+		return &Error{Route: route, Status: resp.StatusCode, Entry: -1, Recorded: -1,
+			Message: fmt.Sprintf("the answer is over %d bytes, Options.MaxAnswer: not an answer of the record API, or raise MaxAnswer (a plan or committed rows of very many partitions; narrow the query by sink, topic or partition instead)", c.opts.MaxAnswer)}
 	}
 	if out == nil {
 		out = new(json.RawMessage)
 	}
-	dec := json.NewDecoder(resp.Body)
-	if err := dec.Decode(out); err != nil {
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.EOF) {
-			return &Error{Route: route, Status: resp.StatusCode, Entry: -1, Recorded: -1,
-				Message: fmt.Sprintf("the answer is not the record API's JSON (%v)", err)}
-		}
-		// The body broke off: the answer was lost, the request may have
-		// taken effect; again is harmless.
-		return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
+	if err := json.Unmarshal(data, out); err != nil {
+		return &Error{Route: route, Status: resp.StatusCode, Entry: -1, Recorded: -1,
+			Message: fmt.Sprintf("the answer is not the record API's JSON (%s)", redact.Bounded(err.Error(), maxErrorText, false, c.opts.Token))}
 	}
 	if header != nil {
 		*header = resp.Header

@@ -10,9 +10,9 @@
 //
 // Record is POST /v1/records; Checkpoint, Release, Gaps, Plan,
 // Committed, PutExtents, Extents, PutPosition and Position are the API's
-// other routes, with typed results. The package depends on coverage and the
-// standard library only, so that a program embedding it links neither
-// Pebble, Iceberg nor DuckDB.
+// other routes, with typed results. The package depends on coverage, the
+// module's retry schedule and redaction, and the standard library only, so
+// that a program embedding it links neither Pebble, Iceberg nor DuckDB.
 //
 // # The invariant it owns
 //
@@ -43,7 +43,11 @@
 //     same request would be refused again. The context bounds every
 //     attempt and every wait.
 //   - The token is sent only over TCP, as "Authorization: Bearer TOKEN",
-//     and never appears in an error or a log line.
+//     and never appears in an error or a log line, whole or in part: an
+//     answer's text is redacted (internal/redact) before it is shortened.
+//   - Every answer read is bounded: a successful one by Options.MaxAnswer
+//     (64 MiB by default; past it ErrBadAnswer, not retried), an error
+//     answer at 64 KiB, of which the message keeps the first 200 bytes.
 //
 // # Errors
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // The sentinels every error of the package is errors.Is-able to (doc.go
@@ -95,10 +97,17 @@ func retryableStatus(code int) bool {
 // hundred bytes, and an error must not grow with a proxy's page.
 const maxErrorBody = 64 << 10
 
+// maxErrorText bounds the message of an answer that is not the record
+// API's: its start is enough to tell what answered.
+const maxErrorText = 200
+
 // answerError reads an error answer: the server's {"error","rule","entry",
 // "recorded"}, or, from something that is not the record API, the start of
-// its body as the message.
-func answerError(route string, code int, body []byte) *Error {
+// its body as the message. cut says body was cut at maxErrorBody. Every
+// text is redacted (the token, and any credential's shape: an address that
+// is not the pod may echo the request) before it is shortened, so that no
+// cut leaves a piece of the token.
+func answerError(route string, code int, body []byte, cut bool, token string) *Error {
 	e := &Error{Route: route, Status: code, Entry: -1, Recorded: -1}
 	var doc struct {
 		Error    *string `json:"error"`
@@ -106,8 +115,8 @@ func answerError(route string, code int, body []byte) *Error {
 		Entry    *int    `json:"entry"`
 		Recorded *int    `json:"recorded"`
 	}
-	if json.Unmarshal(body, &doc) == nil && doc.Error != nil {
-		e.Message, e.Rule = *doc.Error, doc.Rule
+	if !cut && json.Unmarshal(body, &doc) == nil && doc.Error != nil {
+		e.Message, e.Rule = redact.Text(*doc.Error, false, token), redact.Text(doc.Rule, false, token)
 		if doc.Entry != nil && *doc.Entry >= 0 {
 			e.Entry = *doc.Entry
 		}
@@ -116,10 +125,7 @@ func answerError(route string, code int, body []byte) *Error {
 		}
 		return e
 	}
-	text := strings.ToValidUTF8(strings.TrimSpace(string(body)), "?")
-	if len(text) > 200 {
-		text = text[:200] + "..."
-	}
+	text := strings.TrimSpace(redact.Bounded(string(body), maxErrorText, cut, token))
 	if text == "" {
 		text = http.StatusText(code)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,6 +36,12 @@ type Options struct {
 	// MaxAttempts bounds the attempts of one call, the first included: 1
 	// never retries. Zero value: DefaultMaxAttempts.
 	MaxAttempts int
+	// MaxAnswer bounds, in bytes, the body of a successful answer the
+	// client reads; a longer one is ErrBadAnswer, and not retried (the same
+	// request would be answered the same). An error answer is read up to
+	// 64 KiB, and its message is its first 200 bytes, redacted. Zero value:
+	// DefaultMaxAnswer.
+	MaxAnswer int64
 	// Logger receives each retry (at Warn, with the route, the attempt and
 	// the cause). Zero value: discard.
 	Logger *slog.Logger
@@ -44,6 +51,11 @@ type Options struct {
 // of MinRetryWait and MaxRetryWait, eight attempts span up to about 11 s,
 // a pod's restart.
 const DefaultMaxAttempts = 8
+
+// DefaultMaxAnswer is Options.MaxAnswer's zero value: the record API's
+// largest answers (a plan, committed rows, gaps) stay far below it unless
+// a query spans hundreds of thousands of partitions.
+const DefaultMaxAnswer = 64 << 20
 
 // DefaultAttemptTimeout bounds one attempt of the default HTTP client: the
 // server's own write timeout (a checkpoint or a plan reads the durable
@@ -64,6 +76,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
+	if o.MaxAnswer == 0 {
+		o.MaxAnswer = DefaultMaxAnswer
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -83,6 +98,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxAttempts < 0 {
 		return fmt.Errorf("%w: Options.MaxAttempts is %d: give 1 or more (0: %d)", ErrInvalidOptions, o.MaxAttempts, DefaultMaxAttempts)
+	}
+	if o.MaxAnswer < 0 || o.MaxAnswer == math.MaxInt64 {
+		return fmt.Errorf("%w: Options.MaxAnswer is %d: give 1 or more bytes, below %d (0: %d)", ErrInvalidOptions, o.MaxAnswer, int64(math.MaxInt64), DefaultMaxAnswer)
 	}
 	if o.Socket != "" && o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		if _, ok := o.HTTPClient.Transport.(*http.Transport); !ok {

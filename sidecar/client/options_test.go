@@ -60,19 +60,30 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 // FuzzAnswerError: any error answer decodes into an *Error without a
-// panic, with Entry and Recorded -1 or an index.
+// panic, with Entry and Recorded -1 or an index, and the token, placed at
+// any offset of the answer and cut there or not, leaves no piece of 8
+// bytes or more in the message.
 func FuzzAnswerError(f *testing.F) {
 	f.Add(400, []byte(`{"error":"entry 3: bad","rule":"partition","entry":3}`))
 	f.Add(500, []byte(`{"error":"x","rule":"local-tier","entry":2,"recorded":2}`))
 	f.Add(502, []byte(`<html>bad gateway</html>`))
 	f.Add(401, []byte(``))
 	f.Add(400, []byte(`{"error":null,"entry":-7}`))
+	const token = "fuzz-Token_0123456789abcdef"
 	f.Fuzz(func(t *testing.T, code int, body []byte) {
-		e := answerError("POST /v1/records", code, body)
+		e := answerError("POST /v1/records", code, body, false, token)
 		if e.Entry < -1 || e.Recorded < -1 || e.Message == "" && len(body) == 0 && code >= 100 && code < 600 && http.StatusText(code) != "" {
 			t.Fatalf("%d %q: %#v", code, body, e)
 		}
 		_ = e.Error()
 		_ = errors.Is(e, ErrRejected)
+		at := len(body) / 2
+		echoed := string(body[:at]) + token + string(body[at:])
+		for _, end := range []int{len(echoed), at + 8, at + len(token) - 1} {
+			m := answerError("GET /v1/gaps", code, []byte(echoed[:end]), end < len(echoed), token).Error()
+			if p, bad := leaked(m, token); bad {
+				t.Fatalf("%d %q cut at %d: %q of the token is in %q", code, echoed, end, p, m)
+			}
+		}
 	})
 }

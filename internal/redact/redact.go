@@ -1,0 +1,137 @@
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mark replaces a credential.
+const Mark = "[redacted]"
+
+// MinSecret is the shortest secret Text replaces: a shorter one (a
+// one-letter password) would blank out ordinary words of the text, and
+// guessing it is no harder for its absence from an error.
+const MinSecret = 4
+
+// shapes are credentials found by their shape, not by value, each with
+// what it keeps ($1): a header's Authorization value (the rest of its
+// line), a bearer token, a URL's user information, and the value of a key
+// that names a credential (password=, "token": "...", secret-access-key =
+// ...), JSON-quoted or not.
+var shapes = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*`), "${1}" + Mark},
+	{regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',;]+`), "${1}" + Mark},
+	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s@]*@`), "${1}" + Mark + "@"},
+	{regexp.MustCompile(`(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}" + Mark},
+}
+
+// Text is s with every credential in it replaced by Mark: each of secrets
+// (those of at least MinSecret bytes) wherever it occurs, and whatever has
+// a credential's shape (see shapes). cut says s was cut short at its end
+// (a bounded read): a tail of s that is the start of a secret, or a URL's
+// authority that its @ may have followed, is dropped then.
+func Text(s string, cut bool, secrets ...string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for _, sec := range longestFirst(secrets) {
+		s = strings.ReplaceAll(s, sec, Mark)
+	}
+	if cut {
+		s = dropSecretTail(s, secrets)
+		if loc := openAuthority.FindStringIndex(s); loc != nil {
+			s = s[:loc[0]] + Mark
+		}
+	}
+	for _, sh := range shapes {
+		s = sh.re.ReplaceAllString(s, sh.with)
+	}
+	return s
+}
+
+// openAuthority is a URL's authority at the end of a text cut short: user
+// information whose @ was cut off.
+var openAuthority = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/?#\s@]*$`)
+
+// Bounded is Text(s, cut, secrets...) cut to at most n bytes (at a rune
+// boundary, "..." added): the redaction first, so that a cut never leaves a
+// credential's prefix.
+func Bounded(s string, n int, cut bool, secrets ...string) string {
+	s = Text(s, cut, secrets...)
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}
+
+func longestFirst(secrets []string) []string {
+	out := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		if len(s) >= MinSecret {
+			out = append(out, s)
+		}
+	}
+	// Longest first: a DSN before the password it contains.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && len(out[j]) > len(out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// dropSecretTail drops the longest tail of s that begins one of secrets.
+func dropSecretTail(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		for n := min(len(sec)-1, len(s)); n > 0; n-- {
+			if strings.HasSuffix(s, sec[:n]) {
+				s = s[:len(s)-n] + Mark
+				break
+			}
+		}
+	}
+	return s
+}
+
+// URL is rawURL for a message: its scheme, host and path only, never its
+// user information, query or fragment (a token, a presigned signature). A
+// URL net/url refuses is never echoed (url.Parse's error quotes it whole,
+// password included): "(an unparsable URL)", with its scheme and host when
+// they can be read without the rest.
+func URL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Opaque != "" {
+		return unparsable(rawURL)
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return Text(u.String(), false)
+}
+
+// hostOnly is a URL's scheme and host, read without parsing the rest: no
+// @ before them.
+var hostOnly = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://([a-zA-Z0-9.-]+(?::[0-9]+)?)(?:[/?#]|$)`)
+
+func unparsable(rawURL string) string {
+	if m := hostOnly.FindStringSubmatch(rawURL); m != nil && !strings.Contains(rawURL, "@") {
+		return "(an unparsable URL at " + m[1] + "://" + m[2] + ")"
+	}
+	return "(an unparsable URL)"
+}
+
+// Status is an HTTP answer's status line for a message: redacted, and
+// quoted (%q) so that a control character or a forged line break in a
+// server's status text prints as an escape.
+func Status(status string) string {
+	return strconv.Quote(Text(status, false))
+}
