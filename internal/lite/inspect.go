@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/internal/token"
 	"github.com/covmirror/covmirror/local"
 )
@@ -18,14 +20,14 @@ import (
 func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) error {
 	fs := sh.Flags("inspect", "[--json] [--url URL [--token-file PATH]]")
 	asJSON := fs.Bool("json", false, "print the diagnostics as JSON")
-	url := fs.String("url", "", "a running pod's diagnostics handler; without it the local tier under --state is opened (which fails while a pod holds it)")
+	diagURL := fs.String("url", "", "a running pod's diagnostics handler; without it the local tier under --state is opened (which fails while a pod holds it)")
 	if err := sh.Parse(fs, args); err != nil {
 		return err
 	}
 	var diag local.Diagnostics
-	if *url != "" {
+	if *diagURL != "" {
 		var err error
-		if diag, err = fetchDiagnostics(ctx, *url, sh.Set.String("token-file")); err != nil {
+		if diag, err = fetchDiagnostics(ctx, *diagURL, sh.Set.String("token-file")); err != nil {
 			return err
 		}
 	} else {
@@ -63,48 +65,62 @@ var inspectTimeout = 90 * time.Second
 // not a pod's debug handler must not fill the memory.
 const maxDiagnosticsBody = 64 << 20
 
+// maxErrorAnswer bounds what inspect reads and prints of an error answer:
+// enough to tell a proxy's page from the pod's error.
+const maxErrorAnswer = 4096
+
 // fetchDiagnostics reads a running pod's diagnostics from its debug handler
-// at rawURL, sending tokenFile's token if given. Nothing the server answers
-// is printed with the token or the URL's password in it.
+// at rawURL, sending tokenFile's token if given. Nothing inspect prints of
+// the URL or of what the server answers carries the token or the URL's
+// password, whole or in part: every text is redacted (internal/redact)
+// before it is cut.
 func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diagnostics, error) {
 	var diag local.Diagnostics
+	where := redact.URL(rawURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err == nil && redact.StrayAt(rawURL) {
+		return diag, UsageError{fmt.Errorf("inspect: --url %s has an @ after its host: a password holding /, ? or # must have it percent-encoded (%%2F, %%3F, %%23), or the password is sent and printed as the URL's path", where)}
+	}
 	if err != nil {
-		return diag, UsageError{fmt.Errorf("inspect: --url: %w", err)}
+		// url.Parse's error quotes the URL whole, its password included.
+		return diag, UsageError{fmt.Errorf("inspect: --url %s is not a URL: give the pod's http://HOST:PORT/debug/coverage (a %% in a password is written %%25)", where)}
 	}
 	if err := Authorize(req, tokenFile); err != nil {
 		return diag, err
 	}
-	where := req.URL.Redacted()
+	secrets := []string{strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")}
+	if pw, ok := req.URL.User.Password(); ok {
+		secrets = append(secrets, pw, url.PathEscape(pw), url.QueryEscape(pw))
+	}
 	// A redirect is no answer of the debug handler, and Go's client keeps
 	// the Authorization header on a redirect to another port of the same
 	// host, any local user's listener: none is followed.
 	client := &http.Client{Timeout: inspectTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
-		return diag, fmt.Errorf("inspect: %w", err)
+		return diag, fmt.Errorf("inspect: %w", redact.Error(err, secrets...))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		text := strings.TrimSpace(string(body))
-		if tok := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "); tok != "" {
-			text = strings.ReplaceAll(text, tok, "[token]") // an address that is not the pod may echo the request
-		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorAnswer+1))
+		cut := len(body) > maxErrorAnswer
+		// An address that is not the pod may echo the request: redacted
+		// before it is cut, so that no cut leaves a piece of the token.
+		text := strings.TrimSpace(redact.Bounded(string(body[:min(len(body), maxErrorAnswer)]), maxErrorAnswer, cut, secrets...))
 		if loc := resp.Header.Get("Location"); loc != "" {
-			text = fmt.Sprintf("a redirect to %q, not followed (it could carry the token elsewhere): give the pod's own address as --url", loc)
+			text = fmt.Sprintf("a redirect to %q, not followed (it could carry the token elsewhere): give the pod's own address as --url", redact.URL(loc))
 		}
-		return diag, fmt.Errorf("inspect: %s answered %s: %s", where, resp.Status, text)
+		return diag, fmt.Errorf("inspect: %s answered %s: %s", where, redact.Status(resp.Status), text)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiagnosticsBody+1))
 	if err != nil {
-		return diag, fmt.Errorf("inspect: --url: reading %s: %w", where, err)
+		return diag, fmt.Errorf("inspect: --url: reading %s: %w", where, redact.Error(err, secrets...))
 	}
 	if len(body) > maxDiagnosticsBody {
 		return diag, fmt.Errorf("inspect: %s answered larger than %d MiB, inspect's limit: is --url a pod's /debug/coverage?", where, maxDiagnosticsBody>>20)
 	}
 	if err := json.Unmarshal(body, &diag); err != nil {
-		return diag, fmt.Errorf("inspect: decoding %s (is --url a pod's /debug/coverage?): %w", where, err)
+		return diag, fmt.Errorf("inspect: decoding %s (is --url a pod's /debug/coverage?): %w", where, redact.Error(err, secrets...))
 	}
 	return diag, nil
 }

@@ -27,7 +27,8 @@ var shapes = []struct {
 }{
 	{regexp.MustCompile(`(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*`), "${1}" + Mark},
 	{regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',;]+`), "${1}" + Mark},
-	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#\s@]*@`), "${1}" + Mark + "@"},
+	// Up to the last @ of the word: a password may hold /, ?, # or @.
+	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"'<>]*@`), "${1}" + Mark + "@"},
 	{regexp.MustCompile(`(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}" + Mark},
 }
 
@@ -53,9 +54,9 @@ func Text(s string, cut bool, secrets ...string) string {
 	return s
 }
 
-// openAuthority is a URL's authority at the end of a text cut short: user
-// information whose @ was cut off.
-var openAuthority = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/?#\s@]*$`)
+// openAuthority is a URL at the end of a text cut short without an @: its
+// user information's @ may have been cut off (a password may hold a /).
+var openAuthority = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>@]*$`)
 
 // Bounded is Text(s, cut, secrets...) cut to at most n bytes (at a rune
 // boundary, "..." added): the redaction first, so that a cut never leaves a
@@ -111,11 +112,33 @@ func dropSecretTail(s string, secrets []string) string {
 // they can be read without the rest.
 func URL(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Opaque != "" {
+	if err != nil || u.Opaque != "" || StrayAt(rawURL) {
 		return unparsable(rawURL)
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return Text(u.String(), false)
+}
+
+// StrayAt reports whether rawURL has an @ after its authority: most often
+// user information whose password holds a /, ? or # unescaped, which
+// net/url reads as the start of a path, query or fragment, so that the
+// password would be sent, logged and printed as one.
+func StrayAt(rawURL string) bool {
+	at := strings.LastIndexByte(rawURL, '@')
+	if at < 0 {
+		return false
+	}
+	rest := rawURL
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	end := len(rawURL) - len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end += i
+	} else {
+		end = len(rawURL)
+	}
+	return at > end
 }
 
 // hostOnly is a URL's scheme and host, read without parsing the rest: no
@@ -135,3 +158,25 @@ func unparsable(rawURL string) string {
 func Status(status string) string {
 	return strconv.Quote(Text(status, false))
 }
+
+// Error is err with its message redacted as Text redacts (nil for nil): a
+// driver's or net/http's error may quote a URL, a DSN or an answer. It
+// still wraps err, so that errors.Is finds a timeout or a sentinel.
+func Error(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := Text(err.Error(), false, secrets...)
+	if msg == err.Error() {
+		return err
+	}
+	return &redacted{msg: msg, err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }

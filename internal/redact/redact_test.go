@@ -52,9 +52,8 @@ func TestBoundedNeverLeaks(t *testing.T) {
 		{"catalog key", false, func(s string) string { return "s3.secret-access-key=" + s + "&" }},
 	} {
 		secret := randomSecret(r, 16+r.IntN(48))
-		// No separator inside an unknown secret: its shape ends at one.
-		if !shape.known {
-			secret = strings.NewReplacer("%", "x", "#", "x", "/", "x", "+", "x").Replace(secret)
+		if shape.name == "url password" {
+			secret += "@a/b#c%" // a password net/url refuses, or reads as a path
 		}
 		filler := randomSecret(r, 2*readBound)
 		filler = strings.NewReplacer("/", " ", "%", " ", "-", " ", "_", " ").Replace(filler)
@@ -100,6 +99,8 @@ func TestURLNeverEchoesAnUnparsableURL(t *testing.T) {
 		{"http://host:1/%zz", "(an unparsable URL at http://host:1)"},
 		{"http://u:p@host:1/x?token=abc#frag", "http://host:1/x"},
 		{"http://u:a/b@host/x", "(an unparsable URL)"},
+		{"http://u:/secret-pw@127.0.0.1:1/x", "(an unparsable URL)"},
+		{"http://host:1/x?mail=a@b", "(an unparsable URL)"},
 	} {
 		if got := URL(c.in); got != c.want {
 			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
