@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // BuildOptions configures Build. The zero value of every field is a
@@ -57,8 +58,8 @@ func (cs *Checkers) Close() error {
 // environment. An unset variable, or one that is empty, is an error naming
 // the sink, the key and the variable. No credential appears in an error
 // Build returns or in any error of the checkers it makes: a DSN, its
-// password and a token are replaced by xxxxx wherever a driver quotes
-// them.
+// password and a token are redacted (internal/redact) wherever a driver
+// quotes them.
 func Build(cfgs []Config, opts BuildOptions) (*Checkers, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
@@ -99,12 +100,12 @@ func build(c Config, opts BuildOptions, out *Checkers) (Checker, error) {
 			// would fail alike, where a malformed DSN is a configuration
 			// mistake (mysql's sql.Open refuses it at once).
 			if _, err := pgx.ParseConfig(dsn); err != nil {
-				return nil, redact(fmt.Errorf("the DSN in %s: %w", c.DSNEnv, err), secrets)
+				return nil, redact.Error(fmt.Errorf("the DSN in %s: %w", c.DSNEnv, err), secrets...)
 			}
 		}
 		db, err := sql.Open(c.Driver, dsn)
 		if err != nil {
-			return nil, redact(fmt.Errorf("opening the %s database of %s: %w", c.Driver, c.DSNEnv, err), secrets)
+			return nil, redact.Error(fmt.Errorf("opening the %s database of %s: %w", c.Driver, c.DSNEnv, err), secrets...)
 		}
 		out.dbs = append(out.dbs, db)
 		chk, err := NewSQL(db, c.Query, SQLOptions{Count: c.Count, Timeout: c.Timeout})
@@ -161,33 +162,5 @@ type redacting struct {
 
 func (r redacting) Held(ctx context.Context, d coverage.Destination, ranges []coverage.Range) (*coverage.RangeSet, error) {
 	held, err := r.Checker.Held(ctx, d, ranges)
-	return held, redact(err, r.secrets)
-}
-
-// redactedError is an error whose message has credentials replaced; it
-// still wraps the cause, so errors.Is finds a timeout or ErrOutOfRange.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-func redact(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	// Longest first: the DSN before the password it contains.
-	ordered := slices.SortedFunc(slices.Values(secrets), func(a, b string) int { return len(b) - len(a) })
-	for _, s := range ordered {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &redactedError{msg: msg, err: err}
+	return held, redact.Error(err, r.secrets...)
 }

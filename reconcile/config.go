@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // The kinds of checker a configuration names (Config.Kind).
@@ -186,8 +187,14 @@ func (c *Config) Validate() error {
 		if c.URL == "" {
 			return missing("url", "the URL template, with {topic}, {partition}, {start} and {end}")
 		}
-		if u, err := url.Parse(c.URL); err == nil && u.User != nil {
-			return fmt.Errorf("%s: the URL holds credentials (user info before the host): remove them and put a bearer token in an environment variable named by %s", name("url"), name("token-env"))
+		// Refused before it is parsed, and never repeated: a password
+		// holding %, /, ? or # fails to parse or parses as a path, and
+		// either way would be quoted by an error.
+		if strings.Contains(c.URL, "@") {
+			return fmt.Errorf("%s: the URL template %s holds an @: credentials (user info before the host) are never written in the configuration; remove them and put a bearer token in an environment variable named by %s (an @ in a path or query is written %%40)", name("url"), redact.URL(c.URL), name("token-env"))
+		}
+		if _, err := url.Parse(probeTemplate(c.URL)); err != nil {
+			return fmt.Errorf("%s: the URL template %s is not a URL: give http://HOST/PATH with {topic}, {partition}, {start} and {end}", name("url"), redact.URL(c.URL))
 		}
 		if c.TokenEnv != "" {
 			return validEnvName(name("token-env"), c.TokenEnv)

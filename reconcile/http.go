@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/internal/wirejson"
 )
 
@@ -82,9 +83,8 @@ func NewHTTP(template string, opts HTTPOptions) (*HTTPChecker, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	probe := strings.NewReplacer(placeholders[0], "t", placeholders[1], "0", placeholders[2], "0", placeholders[3], "1").Replace(template)
-	if u, err := url.Parse(probe); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("reconcile: HTTP checker URL template %q is not an http or https URL", template)
+	if u, err := url.Parse(probeTemplate(template)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || redact.StrayAt(template) {
+		return nil, fmt.Errorf("reconcile: HTTP checker URL template %s is not an http or https URL without user information", shownTemplate(template))
 	}
 	head := template[:strings.Index(template, "://")+3] // present: the probe has a scheme and a host
 	rest := template[len(head):]
@@ -93,13 +93,29 @@ func NewHTTP(template string, opts HTTPOptions) (*HTTPChecker, error) {
 	}
 	for _, p := range placeholders {
 		if strings.Contains(head+rest, p) {
-			return nil, fmt.Errorf("reconcile: HTTP checker URL template %q has %s in its scheme or host: a topic must not choose the service asked", template, p)
+			return nil, fmt.Errorf("reconcile: HTTP checker URL template %s has %s in its scheme or host: a topic must not choose the service asked", shownTemplate(template), p)
 		}
 	}
 	client := *opts.Client
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	opts.Client = &client
 	return &HTTPChecker{template: template, opts: opts}, nil
+}
+
+// probeTemplate is template with its placeholders replaced by values a
+// URL takes, to parse it.
+func probeTemplate(template string) string {
+	return strings.NewReplacer(placeholders[0], "t", placeholders[1], "0", placeholders[2], "0", placeholders[3], "1").Replace(template)
+}
+
+// shownTemplate is a template for an error: quoted, redacted, and never
+// echoed when it does not parse or holds user information (url.Parse's
+// error would quote it whole, password included).
+func shownTemplate(template string) string {
+	if u, err := url.Parse(probeTemplate(template)); err != nil || u.User != nil || strings.Contains(template, "@") {
+		return redact.URL(template)
+	}
+	return strconv.Quote(redact.Text(template, false))
 }
 
 // Held implements Checker.
@@ -139,7 +155,7 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("request for %v: %w", r, err)
+		return nil, fmt.Errorf("request for %v: %w", r, redact.Error(err, c.opts.Token))
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.opts.Token != "" {
@@ -147,7 +163,7 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 	}
 	resp, err := c.opts.Client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET for %v: %w", r, timedOut(ctx, err))
+		return nil, fmt.Errorf("GET for %v: %w", r, redact.Error(timedOut(ctx, err), c.opts.Token))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxBody+1)) // MaxBody < MaxInt64: Validate
@@ -155,10 +171,10 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, fmt.Errorf("reading the answer for %v: %w", r, timedOut(ctx, err))
 	}
 	if resp.StatusCode/100 == 3 {
-		return nil, fmt.Errorf("%w: GET for %v answered %s, a redirect to %q, which is not followed: give the template the service's own URL", ErrBadAnswer, r, resp.Status, location(resp.Header.Get("Location")))
+		return nil, fmt.Errorf("%w: GET for %v answered %s, a redirect to %q, which is not followed: give the template the service's own URL", ErrBadAnswer, r, redact.Status(resp.Status), redact.URL(resp.Header.Get("Location")))
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%w: GET for %v answered %s", ErrBadAnswer, r, resp.Status)
+		return nil, fmt.Errorf("%w: GET for %v answered %s", ErrBadAnswer, r, redact.Status(resp.Status))
 	}
 	if int64(len(body)) > c.opts.MaxBody {
 		return nil, fmt.Errorf("%w: the answer for %v is over %d bytes", ErrBadAnswer, r, c.opts.MaxBody)
@@ -185,17 +201,6 @@ func (c *HTTPChecker) held(ctx context.Context, d coverage.Destination, r covera
 		return nil, err
 	}
 	return held, nil
-}
-
-// location is a redirect's target for an error, without its user info,
-// query and fragment: a presigned URL's signature, or a token, is there.
-func location(loc string) string {
-	u, err := url.Parse(loc)
-	if err != nil {
-		return "(an unreadable URL)"
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
 
 func decodeAnswer(body []byte) (httpAnswer, error) {
