@@ -35,8 +35,10 @@ func podField() *service.ConfigField {
 			Description("The state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (serve's `state`)."),
 		service.NewStringEnumField("durable", tier.Iceberg, tier.Object, tier.Postgres).Default(tier.Iceberg).
 			Description("The durable tier: `iceberg` (the coverage table in raw's catalog), `object` (a sink object per sink under `object.url`) or `postgres` (coverage rows in raw's PostgreSQL at `postgres.url`)."),
-		service.NewStringMapField("catalog").Default(map[string]any{}).
-			Description("iceberg-go catalog properties of raw's catalog; none: the embedded SQLite catalog under `state`."),
+		// Secret: a catalog's properties carry its credential, token and S3
+		// keys, scrubbed wherever Benthos prints a configuration.
+		service.NewStringMapField("catalog").Default(map[string]any{}).Secret().
+			Description("iceberg-go catalog properties of raw's catalog; none: the embedded SQLite catalog under `state`. Secret: its credential, token and S3 keys are among them."),
 		service.NewStringField("namespace").Default(iceberg.DefaultNamespace).Description("The coverage table's namespace."),
 		service.NewStringField("table").Default(iceberg.DefaultTableName).Description("The coverage table's name."),
 		service.NewStringField("writer").Default("").Description("This process's name in the rows it writes; empty: the host name."),

@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite"                         // database/sql driver "sqlite", pure Go, for the embedded default
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // EmbeddedProps are the catalog properties of the embedded default: the SQL
@@ -71,7 +72,7 @@ func OpenCatalog(ctx context.Context, name string, props map[string]string) (cat
 	}
 	cat, err := catalog.Load(ctx, name, ice.Properties(props))
 	if err != nil {
-		return nil, fmt.Errorf("%w: opening the %s catalog at %s: %w", coverage.ErrUnavailable, props["type"], redact(props["uri"]), err)
+		return nil, fmt.Errorf("%w: opening the %s catalog at %s: %w", coverage.ErrUnavailable, props["type"], redact.Text(props["uri"], false), redact.Error(err, propSecrets(props)...))
 	}
 	return cat, nil
 }
@@ -104,14 +105,24 @@ func keys(m map[string]string) string {
 	return "[" + strings.Join(out, " ") + "]"
 }
 
-// redact hides a password in a URI for error messages.
-func redact(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil || u.User == nil {
-		return uri
+// propSecrets are the catalog properties an error must not show, by key
+// (a credential, token, password or S3 key), and the uri's password: the
+// catalog's own errors may quote them.
+func propSecrets(props map[string]string) []string {
+	var out []string
+	for k, v := range props {
+		lk := strings.ToLower(k)
+		for _, word := range []string{"secret", "token", "credential", "password", "key"} {
+			if strings.Contains(lk, word) {
+				out = append(out, v)
+				break
+			}
+		}
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u, err := url.Parse(props["uri"]); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw, url.QueryEscape(pw))
+		}
 	}
-	return u.String()
+	return out
 }
