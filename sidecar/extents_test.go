@@ -110,6 +110,8 @@ func TestNamedSinksReachATopicWithoutTheirRows(t *testing.T) {
 		{"Options.Sinks", "", []string{"lake"}, true},
 		{"sinks=", "?sinks=lake", nil, true},
 		{"sinks= over Options.Sinks", "?sinks=warehouse", []string{"lake"}, false},
+		// A name means its exact bytes: " lake" is another sink than lake.
+		{"sinks= a name with a space", "?sinks=%20lake", nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPod(t, func(o *Options) { o.Sinks = c.sinks })

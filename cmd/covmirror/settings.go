@@ -136,7 +136,7 @@ func addSource(sources map[string]string, kv string) error {
 func parseSinks(v string) ([]string, error) {
 	var sinks []string
 	for _, name := range strings.Split(v, ",") {
-		d := coverage.Destination{Sink: strings.TrimSpace(name), Topic: "t"}
+		d := coverage.Destination{Sink: name, Topic: "t"} // exact bytes: " lake" is its own sink
 		if err := d.Validate(); err != nil {
 			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -105,7 +104,9 @@ func (s *server) serveMap(w http.ResponseWriter, r *http.Request) {
 
 func parseQuery(r *http.Request) (query, error) {
 	v := r.URL.Query()
-	q := query{sink: strings.TrimSpace(v.Get("sink")), topic: strings.TrimSpace(v.Get("topic")), onlyGaps: v.Get("gaps") != "0"}
+	// A name means its exact bytes: "orders " is its own topic, listed
+	// under its own name, and trimming would show another one's partitions.
+	q := query{sink: v.Get("sink"), topic: v.Get("topic"), onlyGaps: v.Get("gaps") != "0"}
 	if o := v.Get("offset"); o != "" {
 		n, err := strconv.Atoi(o)
 		if err != nil || n < 0 {

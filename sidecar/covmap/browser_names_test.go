@@ -1,0 +1,124 @@
+package covmap
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/tabletest"
+	"github.com/covmirror/covmirror/local"
+	"github.com/covmirror/covmirror/mirror"
+)
+
+// spacedTopics are three topics a trim would confuse, and the gap lake has
+// on each (partition 0; raw holds [0,100) of each).
+var spacedTopics = map[string]string{"orders": "", "orders ": "40-100", " orders": "70-100"}
+
+// spacedHandler is a map over spacedTopics, committed.
+func spacedHandler(t *testing.T) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	table := tabletest.EmbeddedTable(t)
+	store, err := local.Open(local.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mirror.New(mirror.Options{Local: store, Durable: table, Writer: "pod-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	lakeEnd := map[string]uint64{"orders": 100, "orders ": 40, " orders": 70}
+	for topic, end := range lakeEnd {
+		for sink, r := range map[string]coverage.Range{"raw": {Start: 0, End: 100}, "lake": {Start: 0, End: end}} {
+			if err := m.Record(ctx, coverage.Destination{Sink: sink, Topic: topic}, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := m.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	handler, err := Handler(Options{Source: TableSource{Table: table}, CacheFor: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestDataNamesAreExact: the data endpoint's sink and topic parameters
+// mean their exact bytes: "orders " is not "orders".
+func TestDataNamesAreExact(t *testing.T) {
+	srv := spacedHandler(t)
+	for topic, gap := range spacedTopics {
+		v, _ := getMap(t, srv.URL+"/v1/map?gaps=0&topic="+url.QueryEscape(topic))
+		if v.Topic != topic {
+			t.Errorf("topic=%q answered the map of topic %q", topic, v.Topic)
+		}
+		var gaps []string
+		for _, p := range v.Partitions {
+			if p.Topic != topic {
+				t.Errorf("topic=%q: a partition of topic %q", topic, p.Topic)
+			}
+			for _, b := range p.Bars {
+				if b.Sink == "lake" {
+					gaps = append(gaps, b.Gaps)
+				}
+			}
+		}
+		if len(gaps) != 1 || gaps[0] != gap {
+			t.Errorf("topic=%q: lake's gaps %q, want [%q]", topic, gaps, gap)
+		}
+	}
+}
+
+// TestBrowserDrillsIntoSpacedNames: in a real browser, clicking topic
+// "orders " in the aggregate, or typing " orders" in the filter, shows that
+// topic's partitions and gaps, not those of "orders".
+func TestBrowserDrillsIntoSpacedNames(t *testing.T) {
+	srv := spacedHandler(t)
+	ctx := browser(t)
+	for topic, gap := range spacedTopics {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#all=1")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the topics", `document.body.dataset.state === "ok" && document.querySelectorAll("tr[data-topic]").length === 3`)
+		q := jsString(topic)
+		if topic == " orders" {
+			// typed in the filter, its space kept
+			evaluate[bool](t, ctx, `(document.getElementById("ftopic").value = `+q+`, document.getElementById("apply").click(), true)`)
+		} else {
+			evaluate[bool](t, ctx, `(Array.from(document.querySelectorAll("tr[data-topic]")).find(function (r) { return r.dataset.topic === `+q+`; }).click(), true)`)
+		}
+		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.hash.slice(1)).get("topic") === `+q)
+		bars := evaluate[[]drawnBar](t, ctx, readBars)
+		for _, b := range bars {
+			if b.Topic != topic {
+				t.Errorf("drilled into %q: a bar of topic %q", topic, b.Topic)
+			}
+			if b.Sink == "lake" && b.Gaps != gap {
+				t.Errorf("drilled into %q: lake's gaps drawn %q, want %q", topic, b.Gaps, gap)
+			}
+		}
+	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	q := `"`
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			q += `\` + string(r)
+		default:
+			q += string(r)
+		}
+	}
+	return q + `"`
+}
