@@ -29,7 +29,12 @@ The semantics are those of the Go client (package sidecar/client):
   recording twice is harmless (coverage is a union). A refusal (another
   4xx) is never retried.
 - The token (token_file= or token=) is sent over TCP only, never logged
-  nor put in an exception.
+  nor put in an exception, whole or in part: an answer's text is redacted
+  (_redact, the twin of the Go module's internal/redact) before it is
+  shortened.
+- Every answer read is bounded: a successful one by max_answer (64 MiB by
+  default; past it BadAnswer, not retried), an error answer at 64 KiB, of
+  which the message keeps the first 200 bytes.
 
 Every error answer raises a CovmirrorError with the server's JSON error:
 its status, message, rule, the entry at fault for a refused record batch
@@ -45,6 +50,7 @@ import http.client
 import json
 import logging
 import random
+import re
 import socket as _socket
 import sys
 import time
@@ -55,6 +61,56 @@ _log = logging.getLogger("covmirror_client")
 DEFAULT_MAX_ATTEMPTS = 8  # with the waits below: up to about 11 s, a pod's restart
 MIN_RETRY_WAIT = 0.1      # seconds, doubled per retry ...
 MAX_RETRY_WAIT = 5.0      # ... up to this; each wait a random time below it
+DEFAULT_MAX_ANSWER = 64 << 20  # bytes of a successful answer read, at most
+MAX_ERROR_BODY = 64 << 10      # bytes of an error answer read, at most
+MAX_ERROR_TEXT = 200           # bytes of an answer that is not the API's put in a message
+
+# The redaction, the twin of the Go module's internal/redact (same rules):
+# every secret given, and every credential's shape, replaced by _MARK in
+# the whole text before it is cut; a text cut short loses a tail that could
+# begin a secret or a URL's user information.
+_MARK = "[redacted]"
+_MIN_SECRET = 4
+_SHAPES = [
+    (re.compile(r'(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*'), r"\g<1>" + _MARK),
+    (re.compile(r"""(?i)(\bbearer\s+)[^\s"',;]+"""), r"\g<1>" + _MARK),
+    (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"'<>]*@"""), r"\g<1>" + _MARK + "@"),
+    (re.compile(r"""(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
+]
+_OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>@]*$""")
+
+
+def _redact(text, secrets=(), cut=False):
+    """text (str or bytes) with every credential replaced: each of secrets
+    wherever it occurs, and what has a credential's shape. cut: text was
+    cut short at its end (a bounded read)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    secrets = [x for x in secrets if x]
+    for sec in sorted((x for x in secrets if len(x) >= _MIN_SECRET), key=len, reverse=True):
+        text = text.replace(sec, _MARK)
+    if cut:
+        for sec in secrets:
+            for n in range(min(len(sec) - 1, len(text)), 0, -1):
+                if text.endswith(sec[:n]):
+                    text = text[:-n] + _MARK
+                    break
+        m = _OPEN_AUTHORITY.search(text)
+        if m:
+            text = text[:m.start()] + _MARK
+    for shape, repl in _SHAPES:
+        text = shape.sub(repl, text)
+    return text
+
+
+def _bounded(text, n, secrets=(), cut=False):
+    """_redact(text, secrets, cut), then cut to n bytes of UTF-8: the
+    redaction first, so that no cut leaves a piece of a secret."""
+    text = _redact(text, secrets, cut)
+    data = text.encode("utf-8")
+    if len(data) <= n:
+        return text
+    return data[:n].decode("utf-8", "ignore") + "..."
 
 
 class CovmirrorError(Exception):
@@ -156,10 +212,12 @@ class Client:
     token_file (or token): the bearer token of serve's --token-file, sent
     as Authorization on every request over TCP (the socket needs none).
     timeout: seconds per attempt. max_attempts: attempts per call, the
-    first included (1: never retry)."""
+    first included (1: never retry). max_answer: the bytes of a successful
+    answer read, at most; a longer one raises BadAnswer, not retried."""
 
     def __init__(self, url=None, socket=None, timeout=60.0, token_file=None, token=None,
-                 max_attempts=DEFAULT_MAX_ATTEMPTS, min_wait=MIN_RETRY_WAIT, max_wait=MAX_RETRY_WAIT):
+                 max_attempts=DEFAULT_MAX_ATTEMPTS, min_wait=MIN_RETRY_WAIT, max_wait=MAX_RETRY_WAIT,
+                 max_answer=DEFAULT_MAX_ANSWER):
         if (url is None) == (socket is None):
             raise ValueError("give url (http://host:port, serve's --addr) or socket (serve's --socket): one of them, not both")
         if token_file is not None:
@@ -168,6 +226,9 @@ class Client:
             raise ValueError("the token must be visible ASCII (read the token file without its trailing newline)")
         if max_attempts < 1:
             raise ValueError("max_attempts is %r: give 1 or more" % (max_attempts,))
+        if not isinstance(max_answer, int) or max_answer < 1:
+            raise ValueError("max_answer is %r: give 1 or more bytes" % (max_answer,))
+        self._max_answer = max_answer
         self._token = token if socket is None else None
         self._timeout = timeout
         self._max_attempts, self._min_wait, self._max_wait = max_attempts, min_wait, max_wait
@@ -193,20 +254,26 @@ class Client:
         self.close()
 
     def _attempt(self, method, path, body, headers):
-        """One request: (status, headers, body bytes); OSError and
-        http.client's errors on the transport."""
+        """One request: (status, headers, body bytes, cut); OSError and
+        http.client's errors on the transport. The body is read up to its
+        bound (max_answer for a 2xx, MAX_ERROR_BODY else): cut says there
+        was more, and the connection, holding the rest, is closed."""
         if self._conn is None:
             self._conn = self._connect()
         try:
             self._conn.request(method, path, body=body, headers=headers)
             resp = self._conn.getresponse()
-            data = resp.read()
+            bound = self._max_answer if 200 <= resp.status < 300 else MAX_ERROR_BODY
+            data = resp.read(bound + 1)
         except BaseException:
             self.close()
             raise
-        if resp.getheader("Connection", "").lower() == "close":
+        cut = len(data) > bound
+        if cut:
+            data = data[:bound]
+        if cut or not resp.isclosed() or resp.getheader("Connection", "").lower() == "close":
             self.close()
-        return resp.status, resp, data
+        return resp.status, resp, data, cut
 
     def _request(self, method, path, body=None, content_type="application/json", want_headers=False):
         headers = {"Accept": "application/json"}
@@ -220,30 +287,34 @@ class Client:
         attempt = 0
         while True:
             attempt += 1
+            secrets = (self._token,) if self._token else ()
             try:
-                status, resp, data = self._attempt(method, path, body, headers)
+                status, resp, data, cut = self._attempt(method, path, body, headers)
             except (OSError, http.client.HTTPException) as e:
                 # Refused, reset, timed out, or an answer cut off: the
                 # request may have been recorded, and again is harmless.
-                last = Unavailable(None, {"error": "%s: %s" % (type(e).__name__, e), "rule": None}, route)
+                last = Unavailable(None, {"error": _redact("%s: %s" % (type(e).__name__, e), secrets), "rule": None}, route)
                 last.__cause__ = e
             else:
                 if 200 <= status < 300:
+                    if cut:
+                        raise BadAnswer(status, {"error": "the answer is over %d bytes, max_answer: not an answer of the record API, or raise max_answer (or narrow the query by sink, topic or partition)" % self._max_answer}, route)
                     try:
                         doc = json.loads(data) if data else None
                     except ValueError:
-                        raise BadAnswer(status, {"error": "the answer is not the record API's JSON: %r" % data[:200]}, route) from None
+                        # An address that is not the pod may echo the
+                        # request: redacted before it is cut.
+                        raise BadAnswer(status, {"error": "the answer is not the record API's JSON: %r" % _bounded(data, MAX_ERROR_TEXT, secrets)}, route) from None
                     return (doc, resp) if want_headers else doc
                 try:
-                    doc = json.loads(data) if data else None
+                    doc = json.loads(data) if data and not cut else None
                 except ValueError:
                     doc = None
                 if not isinstance(doc, dict) or "error" not in doc:
-                    text = data[:200].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
+                    text = _bounded(data, MAX_ERROR_TEXT, secrets, cut).strip() or http.client.responses.get(status, "")
                     doc = {"error": text + " (not an answer of the record API: does the address name the pod's serve?)"}
-                if self._token:
-                    # An address that is not the pod may echo the request back.
-                    doc = {k: v.replace(self._token, "[token]") if isinstance(v, str) else v for k, v in doc.items()}
+                else:
+                    doc = {k: _redact(v, secrets) if isinstance(v, str) else v for k, v in doc.items()}
                 # A redirect is not success either: ServeMux answers 307 for
                 # a path it would clean, and following it would address
                 # another resource.

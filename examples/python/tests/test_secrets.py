@@ -1,0 +1,112 @@
+"""The Python client's redaction and answer bounds, against local servers
+that are not the pod: run with the other tests by the Go test
+TestPythonClient (COVMIRROR_SEED sets the seed, printed on a failure)."""
+
+import http.server
+import os
+import random
+import threading
+import unittest
+
+import covmirror_client as cm
+
+SEED = int(os.environ.get("COVMIRROR_SEED") or random.randrange(1 << 62))
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/"
+
+
+def leaked(out, secret):
+    """The first piece of secret in out: whole, or a prefix of 8 bytes or more."""
+    for n in range(len(secret), 7, -1):
+        if secret[:n] in out:
+            return secret[:n]
+    return None
+
+
+class _EchoServer(http.server.ThreadingHTTPServer):
+    """Answers every request with status, its body filler[:offset], the
+    request's Authorization header, and filler."""
+
+    def __init__(self, filler):
+        super().__init__(("127.0.0.1", 0), _EchoHandler)
+        self.filler, self.offset, self.status, self.requests, self.body = filler, 0, 400, 0, None
+
+
+class _EchoHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        srv = self.server
+        srv.requests += 1
+        data = srv.body
+        if data is None:
+            auth = self.headers.get("Authorization", "")
+            data = (srv.filler[:srv.offset] + "Authorization: " + auth + "\r\n" + srv.filler).encode()
+        self.send_response(srv.status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client stopped reading at its bound
+
+
+class SecretsTest(unittest.TestCase):
+    def setUp(self):
+        self.r = random.Random(SEED)
+        self.token = "".join(self.r.choice(_ALPHABET) for _ in range(24 + self.r.randrange(40)))
+        filler = "".join(self.r.choice("abcdefghij klmnopqrstuvwxyz.") for _ in range(cm.MAX_ERROR_BODY + 1024))
+        self.srv = _EchoServer(filler)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.addCleanup(self.srv.server_close)
+        self.addCleanup(self.srv.shutdown)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+
+    def test_echoed_token_at_every_offset(self):
+        """The token echoed at every offset around the two cuts (the
+        message's 200 bytes, the error answer's 64 KiB read), in a 2xx that
+        is not JSON, a refusal and a retried 503: no piece of it of 8 bytes
+        or more in the exception, its body or the retry log."""
+        offsets = list(range(0, 261)) + list(range(cm.MAX_ERROR_BODY - 100 - len(self.token), cm.MAX_ERROR_BODY + 9))
+        c = cm.Client(self.url, token=self.token, max_attempts=2, min_wait=0, max_wait=0)
+        for status in (200, 400, 503):
+            self.srv.status = status
+            for off in offsets:
+                self.srv.offset = off
+                with self.assertLogs("covmirror_client", level="DEBUG") as logs:
+                    cm._log.debug("start")
+                    with self.assertRaises(cm.CovmirrorError) as cx:
+                        c.gaps()
+                for text in [str(cx.exception), repr(cx.exception.body)] + logs.output:
+                    piece = leaked(text, self.token)
+                    self.assertIsNone(piece, "HTTP %d, token at offset %d: %r of it in %r (COVMIRROR_SEED=%d)" % (status, off, piece, text, SEED))
+        c.close()
+
+    def test_redaction_before_every_cut(self):
+        """_bounded: a secret at every offset of a text cut at every
+        length around it leaves no piece of 8 bytes or more."""
+        text = "".join(self.r.choice("abc def") for _ in range(300))
+        for off in range(0, 260):
+            whole = text[:off] + self.token + text[off:]
+            for end in range(max(0, off - 2), min(len(whole), off + len(self.token) + 2)):
+                out = cm._bounded(whole[:end], cm.MAX_ERROR_TEXT, (self.token,), end < len(whole))
+                self.assertIsNone(leaked(out, self.token), "offset %d, cut at %d: %r (COVMIRROR_SEED=%d)" % (off, end, out, SEED))
+
+    def test_success_answer_is_bounded(self):
+        """A 2xx past max_answer raises BadAnswer after one request: not
+        decoded, not retried; past the default, 64 MiB, too."""
+        for max_answer, size in ((1 << 20, 3 << 20), (None, 96 << 20)):
+            self.srv.status, self.srv.requests = 200, 0
+            self.srv.body = b'{"found": true, "cursor": "' + b"c" * size + b'", "raw_end": 1}'
+            kwargs = {} if max_answer is None else {"max_answer": max_answer}
+            c = cm.Client(self.url, max_attempts=3, min_wait=0, max_wait=0, **kwargs)
+            with self.assertRaises(cm.BadAnswer) as cx:
+                c.get_position("files", 0)
+            self.assertIn("max_answer", str(cx.exception))
+            self.assertEqual(self.srv.requests, 1, "an answer past the bound was asked again")
+            c.close()
+        self.srv.body = None
+
+
+if __name__ == "__main__":
+    unittest.main()
