@@ -121,6 +121,7 @@ var settingNames = map[string]string{
 	"Tier.Object.S3Region": "object.s3_region", "Tier.Object.S3ForcePathStyle": "object.s3_force_path_style",
 	"Tier.Object.UnsafeStore": "object.unsafe_store", "Tier.Object.Layout": "object.layout", "Tier.Postgres.URL": "postgres.url", "Tier.Postgres.Schema": "postgres.schema",
 	"Interval": "interval", "ReplicateEvery": "replicate_every", "Addr": "addr", "Socket": "socket", "Token": "token",
+	"MetricsAddr": "metrics_listen", "MetricsToken": "metrics_token",
 	"Sync": "sync", "Sinks": "sinks",
 }
 

@@ -57,7 +57,9 @@ func podField() *service.ConfigField {
 		service.NewDurationField("interval").Default(mirror.DefaultInterval.String()).Description("The checkpoint interval: what a lost process costs in replay."),
 		service.NewDurationField("replicate_every").Default(pod.DefaultReplicateEvery.String()).
 			Description("With `durable: object` or `postgres`: how often the primary is copied into the coverage table; `0s`: never.").Advanced(),
-		service.NewStringField("addr").Default(DefaultPodAddr).Description("The pod's record API, /metrics and coverage map; the default is a free loopback port, logged. An address other hosts reach needs `token`.").Advanced(),
+		service.NewStringField("addr").Default(DefaultPodAddr).Description("The pod's record API and coverage map; the default is a free loopback port, logged. An address other hosts reach needs `token`.").Advanced(),
+		service.NewStringField("metrics_listen").Default("").Description("The pod's read-only listener: /healthz, /readyz and /metrics (the checkpoint and gap metrics), never a write (serve's `metrics.listen`); empty: none (Benthos' own HTTP server has its /ready and /metrics).").Advanced(),
+		service.NewStringField("metrics_token").Default("").Secret().Description("The bearer token /metrics on `metrics_listen` needs; not `token`, which it refuses. Empty: none.").Advanced(),
 		service.NewStringField("socket").Default("").Description("Also serve the record API on a Unix socket here.").Advanced(),
 		service.NewStringField("token").Default("").Secret().Description("The bearer token the pod's record API requires over TCP.").Advanced(),
 		service.NewBoolField("sync").Default(false).Description("fsync the local tier's write-ahead log at every record, so that a record survives a power loss too."),
@@ -123,6 +125,7 @@ func parsePod(c *service.ParsedConfig) (pod.Options, error) {
 		Object:   tier.ObjectSettings{URL: str("object", "url"), S3Endpoint: str("object", "s3_endpoint"), S3Region: str("object", "s3_region"), Layout: str("object", "layout")},
 		Postgres: tier.PostgresSettings{URL: str("postgres", "url"), Schema: str("postgres", "schema")}}
 	o.Addr, o.Socket, o.Token = str("addr"), str("socket"), str("token")
+	o.MetricsAddr, o.MetricsToken = str("metrics_listen"), str("metrics_token")
 	err := strErr
 	if err != nil {
 		return o, err

@@ -157,3 +157,12 @@ func (s *Store) Handler() http.Handler {
 		_ = enc.Encode(diag)
 	})
 }
+
+// Err says why the store takes no records: coverage.ErrClosed after Close,
+// its failure (health.go) once it failed; nil while it is open and healthy.
+// It reads two fields, for a readiness probe asked every few seconds.
+func (s *Store) Err() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.recordableLocked()
+}

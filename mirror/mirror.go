@@ -241,6 +241,9 @@ func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 		var saved int
 		saved, err = m.flushPositions(ctx)
 		sum.Positions += saved
+		if saved > 0 {
+			m.stats.reached()
+		}
 	}
 	m.stats.observe(start, err)
 	sum.Duration = time.Since(start)
@@ -267,7 +270,10 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 		// A leftover is looked for by name first, so one whose commit did
 		// land is not appended twice.
 		commit := durable.Checkpoint{Name: cp.Name(), Writer: m.opts.Writer, Ranges: cp.Ranges, MayHaveLanded: leftover}
-		if err := m.appendCheckpoint(ctx, commit, sum); err != nil {
+		appendStart := time.Now()
+		err := m.appendCheckpoint(ctx, commit, sum)
+		m.stats.commitTimed("durable", appendStart)
+		if err != nil {
 			var partial *durable.PartialError
 			if !errors.As(err, &partial) {
 				return err // cp stays in flight and pending
@@ -280,7 +286,11 @@ func (m *Mirror) sync(ctx context.Context, sum *CheckpointSummary) error {
 			m.inFlight = nil
 			return err
 		}
-		if err := m.opts.Local.CommitCheckpoint(ctx, cp); err != nil {
+		m.stats.reached()
+		localStart := time.Now()
+		err = m.opts.Local.CommitCheckpoint(ctx, cp)
+		m.stats.commitTimed("local", localStart)
+		if err != nil {
 			return err // the durable tier holds cp; marking it is retried next time
 		}
 		m.inFlight = nil

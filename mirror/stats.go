@@ -22,6 +22,10 @@ type Stats struct {
 	LastLatency         time.Duration // of the last Sync, successful or not
 	LastSuccess         time.Time     // zero until a Sync succeeds
 	LastError           string        // of the last failed Sync; empty after a success
+	// LastReached is when a checkpoint last committed ranges or positions
+	// to the durable tier: zero until one did. An empty checkpoint (nothing
+	// pending) reaches nothing, so an idle pod's stays old.
+	LastReached time.Time
 }
 
 type stats struct {
@@ -37,8 +41,30 @@ type stats struct {
 	consecutive uint64
 	lastLatency time.Duration
 	lastSuccess time.Time
+	lastReached time.Time
 	lastError   string
 	latency     prometheus.Histogram
+	// commits times the two commits of each checkpoint, by tier: local
+	// (marking the ranges checkpointed) and durable (the append).
+	commits *prometheus.HistogramVec
+}
+
+// reached notes that the durable tier took a commit.
+func (s *stats) reached() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastReached = s.clock()
+}
+
+// commitTimed observes one commit's duration into tier's histogram, once
+// Collector made it.
+func (s *stats) commitTimed(tier string, start time.Time) {
+	s.mu.Lock()
+	h := s.commits
+	s.mu.Unlock()
+	if h != nil {
+		h.WithLabelValues(tier).Observe(time.Since(start).Seconds())
+	}
 }
 
 func (s *stats) observe(start time.Time, err error) {
@@ -94,7 +120,7 @@ func (m *Mirror) Stats() Stats {
 	s := &m.stats
 	s.mu.Lock()
 	out := Stats{Failures: s.failures, ConsecutiveFailures: s.consecutive, LastLatency: s.lastLatency,
-		LastSuccess: s.lastSuccess, LastError: s.lastError}
+		LastSuccess: s.lastSuccess, LastReached: s.lastReached, LastError: s.lastError}
 	s.mu.Unlock()
 	out.Records, out.Checkpoints, out.CheckpointedBatches = s.records.Load(), s.checkpoints.Load(), s.checkpointedBatches.Load()
 	out.Joined, out.CommitConflicts = s.joined.Load(), m.conflicts.total.Load()
@@ -109,8 +135,10 @@ func (m *Mirror) Stats() Stats {
 // covmirror_checkpoint_consecutive_failures, covmirror_pending_batches,
 // covmirror_last_checkpoint_success_timestamp_seconds,
 // covmirror_last_checkpoint_age_seconds (since the collector was made while
-// no checkpoint has succeeded), covmirror_checkpoint_interval_seconds and the
-// covmirror_checkpoint_duration_seconds histogram.
+// no checkpoint has succeeded), covmirror_checkpoint_interval_seconds, the
+// covmirror_checkpoint_duration_seconds histogram and the
+// covmirror_checkpoint_commit_duration_seconds{tier} histogram (tier local
+// or durable: each commit of a checkpoint that made one).
 func (m *Mirror) Collector() prometheus.Collector {
 	m.stats.mu.Lock()
 	if m.stats.since.IsZero() {
@@ -122,6 +150,13 @@ func (m *Mirror) Collector() prometheus.Collector {
 			Help:    "Latency of checkpoints into the durable tier, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		})
+	}
+	if m.stats.commits == nil {
+		m.stats.commits = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "covmirror_checkpoint_commit_duration_seconds",
+			Help:    "Latency of each commit of a checkpoint, failed ones included: tier durable is the append, tier local marks the ranges checkpointed.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"tier"})
 	}
 	m.stats.mu.Unlock()
 	return &collector{m: m}
@@ -151,6 +186,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.m.stats.latency.Describe(ch)
+	c.m.stats.commits.Describe(ch)
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -181,4 +217,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("age", max(now.Sub(origin).Seconds(), 0))
 	gauge("interval", c.m.opts.Interval.Seconds())
 	c.m.stats.latency.Collect(ch)
+	c.m.stats.commits.Collect(ch)
 }

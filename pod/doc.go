@@ -2,7 +2,8 @@
 // runs, for a program that embeds covmirror. Start opens the coverage
 // table, the durable tier (tier.Open), the stored sources' positions, the
 // local tier, the Mirror that checkpoints it, the record API (sidecar)
-// with /metrics, /debug/coverage and the coverage map, and the fleet role
+// with /debug/coverage and the coverage map, the read-only metrics
+// listener (/healthz, /readyz, /metrics: health.go), and the fleet role
 // (package fleet): the gap metrics' refresh and, when the table is the
 // replica of another tier, the replica loop, run by every pod, by the pod
 // holding the deployment's lease, or by none (Options.Fleet); Run
@@ -19,7 +20,10 @@
 //     request not done by then answers 503 and its caller retries it;
 //  3. the Mirror closes: its final checkpoint carries every record
 //     answered 200 (sidecar's record gate waits for them before it);
-//  4. the positions, then the durable tier are closed.
+//  4. the positions, then the durable tier are closed;
+//  5. the metrics listener closes last, so that a scrape during the final
+//     checkpoint answers; /readyz has answered 503 shutting-down since
+//     step 1.
 //
 // A write the durable tier refused stays pending in the local tier; the
 // next pod on this state directory checkpoints it.

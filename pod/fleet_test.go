@@ -19,10 +19,10 @@ import (
 	"github.com/covmirror/covmirror/tier"
 )
 
-// scrape is a pod's /metrics as series -> value.
+// scrape is a pod's /metrics (on its metrics listener) as series -> value.
 func scrape(t *testing.T, p *pod.Pod) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + p.Addr().String() + "/metrics")
+	resp, err := http.Get("http://" + p.MetricsAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestElectedPodsOneDoesTheFleetWork(t *testing.T) {
 	for _, name := range []string{"pod-a", "pod-b", "pod-c"} {
 		ts := tier.Settings{Kind: tier.Object, State: t.TempDir(), CatalogProps: props, Writer: name, Object: tier.ObjectSettings{URL: url}}
 		ctx, cancel := context.WithCancel(context.Background())
-		p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", Interval: time.Hour, Fleet: pod.FleetElected,
+		p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Interval: time.Hour, Fleet: pod.FleetElected,
 			FleetTTL: 900 * time.Millisecond, ReplicateEvery: time.Hour})
 		if err != nil {
 			cancel()
@@ -154,7 +154,7 @@ func TestElectedNeedsALeaseLocation(t *testing.T) {
 func TestNeverExportsNoGaps(t *testing.T) {
 	for _, mode := range []string{pod.FleetNever, ""} {
 		ts := tier.Settings{State: t.TempDir(), Writer: "test"}
-		p, err := pod.Start(context.Background(), pod.Options{Tier: ts, Addr: "127.0.0.1:0", Fleet: mode})
+		p, err := pod.Start(context.Background(), pod.Options{Tier: ts, Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Fleet: mode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestElectedPodFoldsDeltas(t *testing.T) {
 		ts := tier.Settings{Kind: tier.Object, State: t.TempDir(), CatalogProps: props, Writer: name,
 			Object: tier.ObjectSettings{URL: url, Layout: string(object.LayoutDeltas)}}
 		ctx, cancel := context.WithCancel(context.Background())
-		p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", Interval: 50 * time.Millisecond, Fleet: pod.FleetElected,
+		p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Interval: 50 * time.Millisecond, Fleet: pod.FleetElected,
 			FleetTTL: 900 * time.Millisecond, ReplicateEvery: time.Hour})
 		if err != nil {
 			cancel()

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/lease"
 	"github.com/covmirror/covmirror/mirror"
@@ -15,6 +17,17 @@ import (
 // DefaultAddr is Options.Addr's default: loopback, so that no other host
 // reaches the API without a token.
 const DefaultAddr = "127.0.0.1:9464"
+
+// DefaultMetricsAddr is the metrics listener's address serve takes when
+// given none (Options.MetricsAddr's zero value is no listener):
+// loopback, where only the pod's own containers reach it. In Kubernetes
+// give the pod's address (":9091"): the kubelet's probes and Prometheus
+// come from outside the pod.
+const DefaultMetricsAddr = "127.0.0.1:9091"
+
+// ReadyAgeIntervals is Options.ReadyMaxCheckpointAge's default in
+// checkpoint intervals.
+const ReadyAgeIntervals = 3
 
 // DefaultReplicateEvery is Options.ReplicateEvery's default.
 const DefaultReplicateEvery = time.Minute
@@ -32,10 +45,30 @@ const Never time.Duration = -1
 type Options struct {
 	// Tier is the durable tier and the coverage table beside it.
 	Tier tier.Settings
-	// Addr is the TCP listen address of the record API, the coverage map,
-	// /metrics and /debug/coverage; zero: DefaultAddr. An address other
-	// hosts can reach needs Token.
+	// Addr is the TCP listen address of the record API, the coverage map
+	// and /debug/coverage (and /metrics with MetricsOnAPI); zero:
+	// DefaultAddr. An address other hosts can reach needs Token.
 	Addr string
+	// MetricsAddr is the TCP listen address of the read-only metrics
+	// listener: /healthz, /readyz and /metrics, and no route that writes.
+	// It may be any address without MetricsToken: it records nothing.
+	// Zero: no metrics listener.
+	MetricsAddr string
+	// MetricsToken, if set, is the bearer token /metrics on the metrics
+	// listener needs (never /healthz and /readyz: a kubelet probe cannot
+	// send one). It must differ from Token, so that the scraper's
+	// credential cannot record coverage. Never logged. Zero: none.
+	MetricsToken string
+	// MetricsOnAPI also serves /metrics on the record API's listener,
+	// behind Token, as before the metrics listener existed. Zero: not.
+	MetricsOnAPI bool
+	// ReadyMaxCheckpointAge is how old the last successful checkpoint (an
+	// idle pod's empty one counts) may be before /readyz fails. Zero:
+	// ReadyAgeIntervals times Interval.
+	ReadyMaxCheckpointAge time.Duration
+	// Collectors are more Prometheus collectors for the pod's registry
+	// (the build information, say). Zero: none.
+	Collectors []prometheus.Collector
 	// Socket, if set, also serves the record API on a Unix socket there.
 	Socket string
 	// Interval is the checkpoint interval; zero: mirror.DefaultInterval.
@@ -104,6 +137,9 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = sidecar.DefaultMaxBodyBytes
 	}
+	if o.ReadyMaxCheckpointAge == 0 {
+		o.ReadyMaxCheckpointAge = ReadyAgeIntervals * o.Interval
+	}
 	if o.ReplicateEvery == 0 {
 		o.ReplicateEvery = DefaultReplicateEvery
 	}
@@ -122,6 +158,14 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	if o.Interval < 0 || o.MaxBodyBytes < 0 || o.ShutdownWindow < 0 {
 		return errors.New("pod: the interval, the body limit and the shutdown window must be positive")
+	}
+	switch {
+	case o.ReadyMaxCheckpointAge < 0:
+		return errors.New("pod: the readiness bound on the checkpoint age must be positive")
+	case o.MetricsToken != "" && o.MetricsAddr == "":
+		return errors.New("pod: a metrics token without a metrics listener: give its address (--metrics-listen) too")
+	case o.MetricsToken != "" && o.MetricsToken == o.Token:
+		return errors.New("pod: the metrics token is the record API's token: give the metrics listener a token of its own, so that whoever scrapes the metrics cannot record coverage")
 	}
 	if o.ReplicateEvery < 0 && o.ReplicateEvery != Never {
 		return errors.New("pod: the replica interval must be positive, or Never")

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -44,6 +46,13 @@ type Pod struct {
 	fleet      *fleet.Role // nil with FleetNever
 	fleetDone  chan struct{}
 	leaseBlobs io.Closer // the lease's store, with FleetElected on Object
+	// The metrics listener (health.go), with Options.MetricsAddr: nil
+	// otherwise.
+	metrics    http.Handler // the registry's, on the metrics listener and with MetricsOnAPI on the API
+	ready      *readiness
+	metricsSrv *sidecar.ReadOnly
+	metricsLn  net.Listener
+	metricsErr chan error
 	shutdown   sync.Once
 	err        error
 }
@@ -109,6 +118,10 @@ func Start(ctx context.Context, opts Options) (_ *Pod, err error) {
 	for _, ln := range p.lns {
 		go func() { p.serveErr <- p.srv.Serve(ln) }()
 	}
+	if p.metricsSrv != nil {
+		p.metricsErr = make(chan error, 1)
+		go func() { p.metricsErr <- p.metricsSrv.Serve(p.metricsLn) }()
+	}
 	p.fleetDone = make(chan struct{})
 	go func() {
 		defer close(p.fleetDone)
@@ -147,6 +160,9 @@ func (p *Pod) Shutdown() error {
 }
 
 func (p *Pod) stop() error {
+	if p.ready != nil {
+		p.ready.draining.Store(true) // /readyz says so until the listener closes, last
+	}
 	p.cancel()
 	<-p.fleetDone
 	if p.leaseBlobs != nil {
@@ -168,14 +184,32 @@ func (p *Pod) stop() error {
 			err = errors.Join(err, serr)
 		}
 	}
-	return errors.Join(err, p.closer.Close())
+	err = errors.Join(err, p.closer.Close())
+	if p.metricsSrv != nil {
+		// Last, so that a scrape during the final checkpoint still answers.
+		// A scrape cut short by the exit is no failure of the pod's.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if p.metricsSrv.Shutdown(ctx) != nil {
+			_ = p.metricsSrv.Close()
+		}
+		err = errors.Join(err, <-p.metricsErr)
+	}
+	return err
 }
 
-// startSidecar builds the record API with /metrics, /debug/coverage and
-// the coverage map, and opens its listeners: TCP first, then the socket.
+// startSidecar builds the record API with /debug/coverage, the coverage
+// map and, with Options.MetricsOnAPI, /metrics, and opens the listeners:
+// the metrics listener, then the API's TCP one, then its socket.
 func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions coverage.PositionStore) error {
 	o := p.opts
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range o.Collectors {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("pod: Options.Collectors: %w", err)
+		}
+	}
 	// The source extents the pipeline reports (PUT /v1/extents), kept in
 	// memory: the gaps routes, the map and the gap metrics look for raw's
 	// holes over the same ones. Declared starts fill in an extent
@@ -189,9 +223,10 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	if p.fleet, err = p.startFleet(ctx, reg, gaps); err != nil {
 		return err
 	}
-	extra := map[string]http.Handler{
-		"/metrics":        promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		"/debug/coverage": store.Handler(),
+	p.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	extra := map[string]http.Handler{"/debug/coverage": store.Handler()}
+	if o.MetricsOnAPI {
+		extra["/metrics"] = p.metrics // behind the record API's token
 	}
 	// The coverage map: GET / (the page) and GET /v1/map (its data).
 	// "GET /{$}" matches the root alone, so other unknown GETs stay the
@@ -218,8 +253,12 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	if err := reg.Register(p.srv.Collector()); err != nil {
 		return fmt.Errorf("registering the record API's metrics: %w", err)
 	}
+	if err := p.startMetricsListener(store); err != nil {
+		return err
+	}
 	ln, err := sidecar.ListenTCP(o.Addr, o.Token != "", o.Logger)
 	if err != nil {
+		p.closeMetricsListener()
 		return err
 	}
 	p.lns = []net.Listener{ln}
@@ -227,6 +266,7 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 		uln, err := sidecar.ListenUnix(o.Socket)
 		if err != nil {
 			_ = ln.Close()
+			p.closeMetricsListener()
 			return err
 		}
 		p.lns = append(p.lns, uln)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 )
@@ -158,6 +159,7 @@ type routeKey struct{}
 // body limit and the requests counter.
 func (s *Server) route(name, method string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, name))
 		switch {
@@ -179,7 +181,9 @@ func (s *Server) route(name, method string, h http.HandlerFunc) http.Handler {
 		if sw.code == 0 {
 			sw.code = http.StatusOK
 		}
-		s.counters.requests.WithLabelValues(methodLabel(name, r.Method), strconv.Itoa(sw.code)).Inc()
+		label := methodLabel(name, r.Method)
+		s.counters.requests.WithLabelValues(label, strconv.Itoa(sw.code)).Inc()
+		s.counters.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
 	})
 }
 

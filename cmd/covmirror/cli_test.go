@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/covmirror/covmirror/internal/childproc"
 )
 
 // TestTranscripts runs the datadriven transcripts under testdata (and
@@ -157,8 +159,10 @@ func TestCompactScheduleStopsOnCancel(t *testing.T) {
 }
 
 // TestServe runs serve until its context is cancelled, as SIGTERM does:
-// /metrics and /debug/coverage answer, a record made before is checkpointed
-// by the final checkpoint, and the command returns nil.
+// /metrics on the metrics listener and /debug/coverage on the API's
+// answer (and /metrics on the API's does not, without --metrics-on-api),
+// a record made before is checkpointed by the final checkpoint, and the
+// command returns nil.
 func TestServe(t *testing.T) {
 	state := t.TempDir()
 	global := []string{"--state", state, "--writer", "test"}
@@ -169,30 +173,35 @@ func TestServe(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan error)
 	go func() {
-		done <- Run(ctx, append(global, "serve", "--addr", "127.0.0.1:0", "--interval", "1h"), &out, io.Discard)
+		done <- Run(ctx, append(global, "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--interval", "1h"), &out, io.Discard)
 	}()
-	var base string
-	for deadline := time.Now().Add(time.Minute); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if f := strings.Fields(out.String()); len(f) > 1 {
-			base = strings.TrimSuffix(f[1], "/metrics")
+	var api, metrics string
+	for deadline := time.Now().Add(time.Minute); api == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(out.String(), "\n") {
+			var err error
+			if api, metrics, err = childproc.ParseServeLine(out.String()); err != nil || metrics == "" {
+				t.Fatalf("serve's first line: %v (metrics listener %q)", err, metrics)
+			}
 		}
 	}
-	get := func(path string) string {
-		resp, err := http.Get(base + path)
+	get := func(base, path string, want int) string {
+		resp, err := http.Get("http://" + base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %s", path, resp.Status)
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s on %s: %s, want %d", path, base, resp.Status, want)
 		}
 		return string(body)
 	}
-	if m := get("/metrics"); !strings.Contains(m, "covmirror_pending_batches 3") {
+	if m := get(metrics, "/metrics", http.StatusOK); !strings.Contains(m, "covmirror_pending_batches 3") {
 		t.Fatalf("/metrics lacks the pending batches:\n%s", m)
 	}
-	if d := get("/debug/coverage"); !strings.Contains(d, `"pending_batches": 3`) {
+	get(api, "/metrics", http.StatusNotFound)
+	get(metrics, "/healthz", http.StatusOK)
+	if d := get(api, "/debug/coverage", http.StatusOK); !strings.Contains(d, `"pending_batches": 3`) {
 		t.Fatalf("/debug/coverage:\n%s", d)
 	}
 	cancel()

@@ -236,7 +236,7 @@ func TestServeLogsAFailedCheckpoint(t *testing.T) {
 	var errOut lockedBuffer
 	done := make(chan error)
 	go func() {
-		done <- Run(ctx, []string{"--state", state, "--writer", "test", "--log-format", "json", "serve", "--addr", "127.0.0.1:0", "--interval", "50ms"}, io.Discard, &errOut)
+		done <- Run(ctx, []string{"--state", state, "--writer", "test", "--log-format", "json", "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--interval", "50ms"}, io.Discard, &errOut)
 	}()
 	const msg = "coverage checkpoint failed"
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(errOut.String(), msg) && time.Now().Before(deadline); {

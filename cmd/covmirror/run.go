@@ -56,7 +56,7 @@ func init() {
 		"plan":        {"print the recovery plan: replay tasks from committed coverage", runPlan},
 		"compact":     {"rewrite the coverage table's small files, set-equal", runCompact},
 		"demo":        {"run the whole system once on embedded defaults and explain each step", runDemo},
-		"serve":       {"checkpoint on an interval; serve the record API (/v1/), /metrics and /debug/coverage", runServe},
+		"serve":       {"checkpoint on an interval; serve the record API (/v1/) and /debug/coverage, and /healthz, /readyz and /metrics on a read-only listener", runServe},
 		"version":     {lite.Summaries["version"], runVersion},
 		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
 		"reconcile":   {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},

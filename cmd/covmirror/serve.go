@@ -13,7 +13,7 @@ import (
 // runServe parses serve's settings and runs the pod (package pod) until
 // SIGTERM.
 func runServe(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "serve", "[--addr "+pod.DefaultAddr+"] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--interval 30s] [--source NAME=REGIME]... [--sync] [--sinks a,b] [--replicate-every 1m] [--fleet every|elected|never] [--fleet-ttl 30s]")
+	fs := subFlags(g, "serve", "[--addr "+pod.DefaultAddr+"] [--token-file PATH] [--allow-host NAME]... [--socket PATH] [--metrics-listen "+pod.DefaultMetricsAddr+"] [--metrics-token-file PATH] [--metrics-on-api] [--interval 30s] [--source NAME=REGIME]... [--sync] [--sinks a,b] [--replicate-every 1m] [--fleet every|elected|never] [--fleet-ttl 30s]")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -24,6 +24,10 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	interval, maxBody, every := set.Duration("interval"), set.Int64("max-body"), set.Duration("replicate-every")
 	if interval <= 0 || maxBody <= 0 || every < 0 {
 		return usageError{Err: errors.New("serve: --interval and --max-body must be positive, --replicate-every not negative")}
+	}
+	readyAge := set.Duration("ready.max-checkpoint-age")
+	if readyAge < 0 {
+		return usageError{Err: errors.New("serve: --ready-max-checkpoint-age must not be negative (0s: three checkpoint intervals)")}
 	}
 	if every == 0 {
 		every = pod.Never
@@ -41,20 +45,41 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	opts := pod.Options{Tier: g.tier, Addr: set.String("addr"), Socket: set.String("socket"), Interval: interval, MaxBodyBytes: maxBody,
 		ReplicateEvery: every, Sources: sources, Sinks: set.List("sinks"), Starts: g.starts, AllowedHosts: set.List("allow-hosts"),
-		Sync: set.Bool("sync"), Fleet: fleetMode, FleetTTL: fleetTTL, Logger: g.logger}
+		Sync: set.Bool("sync"), Fleet: fleetMode, FleetTTL: fleetTTL, Logger: g.logger,
+		MetricsAddr: set.String("metrics.listen"), MetricsOnAPI: set.Bool("metrics.on-api"), ReadyMaxCheckpointAge: readyAge}
 	if path := set.String("token-file"); path != "" {
 		if opts.Token, err = readToken(path); err != nil {
 			return err
+		}
+	}
+	if path := set.String("metrics.token-file"); path != "" {
+		if opts.MetricsToken, err = readToken(path); err != nil {
+			return err
+		}
+		if opts.MetricsAddr == "" {
+			return usageError{Err: errors.New("serve: --metrics-token-file without --metrics-listen: the token is for the metrics listener's /metrics")}
+		}
+		if opts.MetricsToken == opts.Token {
+			return usageError{Err: errors.New("serve: --metrics-token-file holds the record API's token (--token-file): give the metrics listener a token of its own, so that whoever scrapes the metrics cannot record coverage")}
 		}
 	}
 	p, err := pod.Start(ctx, opts) // an --addr others reach without a token: exit status 2
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// The first word after "serving" is the record API's base: scripts
+	// and tests read it (internal/childproc.ServeAddr).
 	tcp := p.Addr()
-	fmt.Fprintf(g.stdout, "serving http://%s/metrics and http://%s/debug/coverage, the record API at http://%s/v1/", tcp, tcp, tcp)
+	fmt.Fprintf(g.stdout, "serving http://%s/v1/ (the record API)", tcp)
 	if opts.Socket != "" {
 		fmt.Fprintf(g.stdout, " and unix:%s", opts.Socket)
+	}
+	fmt.Fprintf(g.stdout, ", http://%s/debug/coverage and the coverage map at http://%s/", tcp, tcp)
+	if opts.MetricsOnAPI {
+		fmt.Fprintf(g.stdout, ", http://%s/metrics", tcp)
+	}
+	if m := p.MetricsAddr(); m != nil {
+		fmt.Fprintf(g.stdout, "; read-only: http://%s/healthz, /readyz and /metrics", m)
 	}
 	fmt.Fprintf(g.stdout, "; checkpoint every %s\n", interval)
 	if err := p.Run(ctx); err != nil { // until SIGTERM

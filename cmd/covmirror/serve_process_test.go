@@ -43,7 +43,7 @@ type servePod struct {
 func startServe(t *testing.T, bin, state string, extra ...string) *servePod {
 	t.Helper()
 	socket := filepath.Join(state, "api.sock")
-	args := append([]string{"--state", state, "--writer", "test", "serve", "--addr", "127.0.0.1:0", "--socket", socket, "--interval", "1h",
+	args := append([]string{"--state", state, "--writer", "test", "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--socket", socket, "--interval", "1h",
 		"--source", "files=stored", "--source", "kafka=broker-managed"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -207,7 +207,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 		t.Fatalf("python client: %v\n%s\nserve's stderr: %s", err, out, p.stderr.String())
 	}
 
-	// inspect --url with the token file, as deploy/pod.yaml's probes run it;
+	// inspect --url with the token file, as an operator reads a running pod;
 	// without it, the pod's 401 is a failure.
 	if out, err := exec.Command(bin, "inspect", "--url", base+"/debug/coverage", "--token-file", tokenFile).CombinedOutput(); err != nil || !strings.Contains(string(out), "destinations") || strings.Contains(string(out), token) {
 		t.Fatalf("inspect --url with the token: %v %s", err, out)
@@ -227,7 +227,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 
 	// A second serve on the same socket is refused while this one answers.
-	if out, err := exec.Command(bin, "--state", t.TempDir(), "serve", "--addr", "127.0.0.1:0", "--socket", p.socket).CombinedOutput(); err == nil || !strings.Contains(string(out), "another process answers") {
+	if out, err := exec.Command(bin, "--state", t.TempDir(), "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--socket", p.socket).CombinedOutput(); err == nil || !strings.Contains(string(out), "another process answers") {
 		t.Fatalf("a second serve on a live socket: %v %s", err, out)
 	}
 
@@ -261,7 +261,7 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 		var out, errOut lockedBuffer
 		done := make(chan error, 1)
 		go func() {
-			done <- Run(ctx, append([]string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--interval", "1h"}, extra...), &out, &errOut)
+			done <- Run(ctx, append([]string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--metrics-listen", "127.0.0.1:0", "--interval", "1h"}, extra...), &out, &errOut)
 		}()
 		for deadline := time.Now().Add(time.Minute); out.String() == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			select {
@@ -304,5 +304,17 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 	}
 	if strings.Contains(out.String()+errOut.String(), token) {
 		t.Fatalf("serve printed the token: %s %s", out.String(), errOut.String())
+	}
+	// The metrics listener takes a token of its own: the record API's, in
+	// another file or the same, is a usage error.
+	same := filepath.Join(dir, "same")
+	if err := os.WriteFile(same, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--metrics-token-file", same}, {"--metrics-token-file", good}} {
+		_, _, err := serve(extra...)
+		if exitCode(err) != 2 || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "metrics") {
+			t.Errorf("serve %q: exit %d, %v", extra, exitCode(err), err)
+		}
 	}
 }

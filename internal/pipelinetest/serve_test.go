@@ -77,7 +77,7 @@ func (s *serveProc) start() error {
 		return fmt.Errorf("serve is already running")
 	}
 	args := []string{"--state", s.state, "--writer", "pipeline", "serve",
-		"--addr", "127.0.0.1:0", "--interval", "500ms", "--source", "orders=broker-managed"}
+		"--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--interval", "500ms", "--source", "orders=broker-managed"}
 	if s.sync {
 		args = append(args, "--sync")
 	}
