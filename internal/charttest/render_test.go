@@ -97,7 +97,7 @@ func render(t *testing.T, ch *chart.Chart, vals map[string]any) ([]releaseutil.M
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Engine{Strict: true}.Render(ch, top)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), ch, top)
 	if err != nil {
 		return nil, err
 	}
