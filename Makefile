@@ -10,7 +10,7 @@ SIMTIME     ?= 10m
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build test test-slow test-integration rewrite bench bench-fleet fuzz lint ci clean simulate
+.PHONY: help build test test-slow test-integration rewrite bench bench-fleet fuzz lint ci clean simulate chart chart-example
 
 # Each target's line below is its `##` comment.
 help: ## list the targets with what each does
@@ -141,6 +141,20 @@ rewrite: ## regenerate every datadriven file (review the diff)
 	$(GO) test ./cmd/covmirror -run Transcripts -rewrite
 	$(GO) test ./recovery -run GapSpec -rewrite
 	$(GO) test -count=1 ./queries ./postgres -run GapSpec
+
+# The Helm chart (deploy/helm/covmirror) offline: internal/charttest runs
+# Helm's linter and renderer (its Go library, the same code as helm lint
+# and helm template) over every values file under ci/, decodes each
+# rendered object strictly into the Kubernetes API's types and checks it
+# as a cluster would; test-slow runs it too. Helm and the Kubernetes
+# modules are linked into that test only, never into a binary.
+chart: ## lint and render the Helm chart over its example values, checking every object
+	$(GO) test -count=1 ./internal/charttest
+
+# deploy/pod.yaml is the chart's rendered example (ci/pod-values.yaml):
+# regenerate it after changing the chart, and review the diff.
+chart-example: ## regenerate deploy/pod.yaml from the Helm chart (review the diff)
+	$(GO) test ./internal/charttest -run '^TestPodExample$$' -rewrite
 
 ci: lint test-slow test-integration ## lint, test-slow, test-integration: what .ci/run runs
 

@@ -24,6 +24,7 @@ var testOnly = []string{
 	"durable/durabletest",
 	"internal/browsertest",
 	"internal/catalogtest",
+	"internal/charttest",
 	"internal/childproc",
 	"internal/fleetbench",
 	"internal/fleetsim",
@@ -272,4 +273,28 @@ func TestTestPackagesStayInTests(t *testing.T) {
 // or fault injection.
 func TestBinaryLinksNoTestPackages(t *testing.T) {
 	never(t, "cmd/covmirror", "test machinery in the shipped binary", "internal/sim", "internal/faultio", "github.com/cockroachdb/pebble/v2/vfs/errorfs")
+}
+
+// kubernetesModules are Helm's and the Kubernetes API's modules: heavy,
+// and of use only to the chart's offline tests.
+var kubernetesModules = []string{"helm.sh/", "k8s.io/", "sigs.k8s.io/", "github.com/prometheus-operator/"}
+
+// TestKubernetesOnlyInChartTest: Helm and the Kubernetes modules are
+// imported only by internal/charttest's tests, so that no binary and no
+// library a pipeline embeds links them.
+func TestKubernetesOnlyInChartTest(t *testing.T) {
+	for path, p := range packages(t) {
+		imports := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+		if path == "internal/charttest" {
+			imports = p.Imports // its tests are where they belong
+		}
+		for _, imp := range imports {
+			if slices.ContainsFunc(kubernetesModules, func(m string) bool { return strings.HasPrefix(imp, m) }) {
+				t.Errorf("%s imports %s: Helm and the Kubernetes modules are imported only by internal/charttest's tests", path, imp)
+			}
+		}
+	}
+	for _, bin := range []string{"cmd/covmirror", "cmd/covmirror-lite", "cmd/covmirror-benthos"} {
+		never(t, bin, "the binaries do not link Helm or the Kubernetes API", "helm.sh/helm/v4", "k8s.io/api", "k8s.io/apimachinery", "sigs.k8s.io/yaml")
+	}
 }
