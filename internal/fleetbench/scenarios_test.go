@@ -208,8 +208,19 @@ func postgresDeltas(t *testing.T, o *fleetsim.Options) {
 		if runs > 0 {
 			mean = lag.Seconds() / float64(runs)
 		}
+		// What the pods' handles wrote (their deltas), apart from the
+		// folder's bases: a checkpoint's own bytes.
+		var podPuts, podBytes int64
+		for _, tier := range tiers[:postgresPools] {
+			s := tier.Blobs().Stats()
+			podPuts, podBytes = podPuts+s.Puts, podBytes+s.BytesIn
+		}
+		perDelta := 0.0
+		if podPuts > 0 {
+			perDelta = float64(podBytes) / float64(podPuts)
+		}
 		return map[string]float64{"folds": float64(runs), "deltas-folded": float64(res.Deltas), "bases-written": float64(res.Bases),
-			"fold-mean-s": mean, "fold-max-s": maxLag.Seconds()}
+			"fold-mean-s": mean, "fold-max-s": maxLag.Seconds(), "delta-B": perDelta}
 	}
 }
 
