@@ -119,7 +119,7 @@ var settingNames = map[string]string{
 	"Tier.Kind": "durable", "Tier.State": "state", "Tier.CatalogProps": "catalog", "Tier.Namespace": "namespace",
 	"Tier.Table": "table", "Tier.Writer": "writer", "Tier.Object.URL": "object.url", "Tier.Object.S3Endpoint": "object.s3_endpoint",
 	"Tier.Object.S3Region": "object.s3_region", "Tier.Object.S3ForcePathStyle": "object.s3_force_path_style",
-	"Tier.Object.UnsafeStore": "object.unsafe_store", "Tier.Object.Layout": "object.layout", "Tier.Postgres.URL": "postgres.url", "Tier.Postgres.Schema": "postgres.schema",
+	"Tier.Object.UnsafeStore": "object.unsafe_store", "Tier.Object.Layout": "object.layout", "Tier.Postgres.URL": "postgres.url", "Tier.Postgres.Schema": "postgres.schema", "Tier.Postgres.Layout": "postgres.layout",
 	"Interval": "interval", "ReplicateEvery": "replicate_every", "Addr": "addr", "Socket": "socket", "Token": "token",
 	"MetricsAddr": "metrics_listen", "MetricsToken": "metrics_token",
 	"Sync": "sync", "Sinks": "sinks",

@@ -52,7 +52,8 @@ func podField() *service.ConfigField {
 		).Description("With `durable: object`: where the sink objects live.").Advanced(),
 		service.NewObjectField("postgres",
 			service.NewStringField("url").Default("").Secret().Description("`postgres://USER@HOST:5432/DB`; the password from PGPASSWORD or ~/.pgpass."),
-			service.NewStringField("schema").Default(postgres.DefaultSchema).Description("The schema of the coverage, checkpoints and positions tables."),
+			service.NewStringField("schema").Default(postgres.DefaultSchema).Description("The schema of the coverage, checkpoints, positions and blobs tables."),
+			service.NewStringField("layout").Default(string(postgres.LayoutRows)).Description("How checkpoints are written: `rows` (a row per destination per checkpoint) or `deltas` (one row per checkpoint, folded by the fleet role)."),
 		).Description("With `durable: postgres`: raw's database.").Advanced(),
 		service.NewDurationField("interval").Default(mirror.DefaultInterval.String()).Description("The checkpoint interval: what a lost process costs in replay."),
 		service.NewDurationField("replicate_every").Default(pod.DefaultReplicateEvery.String()).
@@ -123,7 +124,7 @@ func parsePod(c *service.ParsedConfig) (pod.Options, error) {
 	}
 	t := tier.Settings{Kind: str("durable"), State: str("state"), Namespace: str("namespace"), Table: str("table"), Writer: str("writer"),
 		Object:   tier.ObjectSettings{URL: str("object", "url"), S3Endpoint: str("object", "s3_endpoint"), S3Region: str("object", "s3_region"), Layout: str("object", "layout")},
-		Postgres: tier.PostgresSettings{URL: str("postgres", "url"), Schema: str("postgres", "schema")}}
+		Postgres: tier.PostgresSettings{URL: str("postgres", "url"), Schema: str("postgres", "schema"), Layout: str("postgres", "layout")}}
 	o.Addr, o.Socket, o.Token = str("addr"), str("socket"), str("token")
 	o.MetricsAddr, o.MetricsToken = str("metrics_listen"), str("metrics_token")
 	err := strErr

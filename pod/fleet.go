@@ -12,6 +12,7 @@ import (
 	"github.com/covmirror/covmirror/gapmetrics"
 	"github.com/covmirror/covmirror/lease"
 	"github.com/covmirror/covmirror/object"
+	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/replica"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -147,6 +148,20 @@ func (p *Pod) startFleet(ctx context.Context, reg prometheus.Registerer, gaps ga
 		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
 			res, err := ot.Fold(ctx)
 			o.Logger.Debug("object: fold", "deltas", res.Deltas, "sink-objects", res.SinkObjects, "bases", res.Bases, "left", res.Left, "err", err)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	// The same for the PostgreSQL tier's deltas layout, whose deltas are
+	// rows of its blobs table.
+	if pt, ok := p.tier.(*postgres.Tier); ok && pt.Layout() == postgres.LayoutDeltas {
+		if o.Fleet == FleetEvery {
+			o.Logger.Warn("postgres.layout = deltas with fleet = every: every pod folds the whole deployment's checkpoints each interval; set fleet = elected so that one pod does")
+		}
+		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
+			res, err := pt.FoldDeltas(ctx)
+			o.Logger.Debug("postgres: fold", "deltas", res.Deltas, "bases", res.Bases, "left", res.Left, "err", err)
 			return err
 		}); err != nil {
 			return nil, err

@@ -1,7 +1,8 @@
 // Package postgres is the durable tier as PostgreSQL tables (14 or later):
 // per (sink, topic, partition) rows whose covered column is an
-// int8multirange of batch ids, beside a table of checkpoint names and one
-// of stored source positions, all in one schema (Options.Schema).
+// int8multirange of batch ids, beside a table of checkpoint names, one of
+// stored source positions and one of blobs (the deltas layout's), all in
+// one schema (Options.Schema).
 //
 // # The invariant it owns
 //
@@ -45,6 +46,32 @@
 // literal no value can end (the placeholders are found in one pass over
 // the query's own text, never in what was inserted), so a hostile sink or
 // topic name is a filter, never SQL.
+//
+// # The deltas layout
+//
+// Options.Layout = LayoutDeltas writes a checkpoint as one row of the
+// blobs table instead of a row per destination: Blobs is object.Blobs in
+// PostgreSQL (a conditional write is one statement whose WHERE is its
+// condition), and an object.Tier in its deltas layout writes over it, so
+// the layout's invariant is the object tier's (see package object): a
+// delta is created once, under a key naming its writer, name and payload
+// digest, and never touched by another writer; FoldDeltas (the fleet
+// role's fold job) merges deltas into bases under a conditional write, a
+// base only grows, and a delta is deleted only after every base it
+// touches was written with it. A checkpoint costs one INSERT of the bytes
+// it carries, whatever its destinations.
+//
+// Every read (Coverage, LastWrites, TopicSinks, Landed) returns the union
+// of the coverage rows and of the deltas layout, whatever Options.Layout
+// says, so processes of both layouts may write one schema at once and a
+// deployment changes layout pod by pod. Nothing moves between the two, so
+// reading one after the other can only miss what landed meanwhile: a lag.
+// An append retried (MayHaveLanded) in the deltas layout looks for its
+// name in the checkpoints table too, where an attempt made in the rows
+// layout left it. A checkpoint's positions (AppendWithPositions) are saved
+// in a transaction after its delta landed, never before: a position may
+// lag its coverage, never lead it. The named SQL queries (QueryText) read
+// the coverage rows only.
 //
 // Open creates the schema and the missing tables (under an advisory lock,
 // so several processes may open at once), and refuses a table of another

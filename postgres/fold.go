@@ -94,8 +94,9 @@ func fold(ctx context.Context, tx pgx.Tx, schema string, d dests, over int) (int
 // wrote (Options.FoldEvery). Concurrent folds and appends are safe: a fold
 // deletes and merges the same rows in one statement. Fold of the whole
 // table (the zero Filter) also deletes every writer's checkpoint names
-// older than Options.NameRetention, in batches of PruneBatch. It returns
-// how many destinations it folded.
+// older than Options.NameRetention, in batches of PruneBatch, and folds
+// the deltas layout's checkpoints (FoldDeltas). It returns how many
+// destinations' rows it folded.
 func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	if noMatch(f) {
 		return 0, nil
@@ -128,6 +129,9 @@ func (t *Tier) Fold(ctx context.Context, f durable.Filter) (int64, error) {
 	}
 	if f.Sink == "" && f.Topic == "" && f.Partition == nil && len(f.Partitions) == 0 {
 		if _, err := t.PruneNames(ctx); err != nil {
+			return folded, fmt.Errorf("postgres: fold on %s folded %d destinations, then: %w", t.name, folded, err)
+		}
+		if _, err := t.FoldDeltas(ctx); err != nil {
 			return folded, fmt.Errorf("postgres: fold on %s folded %d destinations, then: %w", t.name, folded, err)
 		}
 	}

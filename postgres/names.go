@@ -87,7 +87,8 @@ func (t *Tier) PruneNames(ctx context.Context) (int64, error) {
 	}
 }
 
-// Landed reports whether writer's checkpoint of that name was committed.
+// Landed reports whether writer's checkpoint of that name was committed,
+// in either layout.
 // A name commits in the same transaction as its ranges and is kept for
 // Options.NameRetention, so for a checkpoint younger than that the answer
 // is exact. An older one may have been pruned: false, and appending it
@@ -102,6 +103,14 @@ func (t *Tier) Landed(ctx context.Context, writer, name string) (bool, error) {
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: landed %q of %q on %s: %w", name, writer, t.name, err)
+	}
+	if ok {
+		return true, nil
+	}
+	// Or written in the deltas layout: a delta, or a fold log's name.
+	ok, err = t.deltas.Landed(ctx, writer, name)
+	if err != nil {
+		return false, fmt.Errorf("postgres: landed %q of %q on %s (deltas layout): %w", name, writer, t.name, err)
 	}
 	return ok, nil
 }

@@ -80,7 +80,31 @@ type Options struct {
 	// DefaultNameRetention. Negative: keep every name (the table grows by
 	// a row per checkpoint).
 	NameRetention time.Duration
+
+	// Layout is how Append writes a checkpoint: LayoutRows (a row per
+	// destination in the coverage table) or LayoutDeltas (one row per
+	// checkpoint in the blobs table, which FoldDeltas merges into bases).
+	// Reads return the union of both whatever this says, so a deployment
+	// changes it pod by pod without a stop. Zero value: LayoutRows.
+	Layout Layout
 }
+
+// Layout is how a Tier writes checkpoints; every Tier reads both.
+type Layout string
+
+const (
+	// LayoutRows writes a row per destination per checkpoint, folded by
+	// destination (FoldEvery). Nothing else to run; right up to a few
+	// hundred pods at a 10 s interval (docs/scale.md).
+	LayoutRows Layout = "rows"
+
+	// LayoutDeltas writes each checkpoint as one row of the blobs table,
+	// an object of the object tier's deltas layout (object.LayoutDeltas),
+	// of the size of what it carries; the fleet role's fold job
+	// (FoldDeltas) merges them into bases, one per topic and group of
+	// object.GroupSize partitions. Right for a fleet at a short interval.
+	LayoutDeltas Layout = "deltas"
+)
 
 // DefaultFoldEvery is Options.FoldEvery's zero value: a checkpoint is one
 // INSERT, and every eighth of a Tier's also folds the destinations the
@@ -147,6 +171,9 @@ func (o *Options) EnsureDefaults() {
 	if o.NameRetention == 0 {
 		o.NameRetention = DefaultNameRetention
 	}
+	if o.Layout == "" {
+		o.Layout = LayoutRows
+	}
 }
 
 // Validate reports options Open cannot work with.
@@ -165,6 +192,9 @@ func (o *Options) Validate() error {
 	}
 	if o.FoldRows < 1 {
 		return fmt.Errorf("postgres: Options.FoldRows is %d: it must be at least 1 (fold a destination once it has more rows than that)", o.FoldRows)
+	}
+	if o.Layout != LayoutRows && o.Layout != LayoutDeltas {
+		return fmt.Errorf("postgres: Options.Layout %q: want %q (a row per destination) or %q (a row per checkpoint, folded by the fleet role)", o.Layout, LayoutRows, LayoutDeltas)
 	}
 	return nil
 }

@@ -205,6 +205,9 @@ func (p *Positions) AppendWithPositions(ctx context.Context, t durable.Tier, c d
 		keep = append(keep, pos)
 	}
 	now := p.tier.opts.Now()
+	if tier := t.(*Tier); tier.opts.Layout == LayoutDeltas {
+		return p.appendDeltaWithPositions(ctx, tier, c, keep, refused)
+	}
 	err = t.(*Tier).appendWith(ctx, c, func(tx pgx.Tx) error {
 		for _, pos := range keep {
 			if err := p.save(ctx, tx, pos, now); err != nil {
@@ -215,6 +218,39 @@ func (p *Positions) AppendWithPositions(ctx context.Context, t durable.Tier, c d
 	})
 	if err != nil {
 		return 0, refused, err
+	}
+	return len(keep), refused, nil
+}
+
+// appendDeltaWithPositions is AppendWithPositions in the deltas layout,
+// whose checkpoint is a blob written outside any transaction: the
+// checkpoint first, then the positions in one transaction of their own.
+// A position is never saved before the coverage that allows it (it may
+// lag, never lead); positions that fail after the checkpoint landed are
+// an error, and the caller appends again (found landed) with them.
+func (p *Positions) appendDeltaWithPositions(ctx context.Context, t *Tier, c durable.Checkpoint, keep []coverage.Position, refused []error) (int, []error, error) {
+	if err := t.Append(ctx, c); err != nil {
+		return 0, refused, err
+	}
+	if len(keep) == 0 {
+		return 0, refused, nil
+	}
+	// In one order, as SavePositions does, so that two writers' batches
+	// over the same partitions wait for each other rather than deadlock.
+	slices.SortFunc(keep, func(a, b coverage.Position) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), cmp.Compare(a.Partition, b.Partition), coverage.ComparePositions(a, b))
+	})
+	now := p.tier.opts.Now()
+	err := t.inTx(ctx, func(tx pgx.Tx) (bool, error) {
+		for _, pos := range keep {
+			if err := p.save(ctx, tx, pos, now); err != nil {
+				return false, fmt.Errorf("save position %s/%d at batch %d: %w", pos.Source, pos.Partition, pos.Batch, err)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, refused, fmt.Errorf("postgres: checkpoint %q of %q landed in %s, its positions did not (append it again with them): %w", c.Name, c.Writer, t.name, err)
 	}
 	return len(keep), refused, nil
 }

@@ -47,7 +47,9 @@ func noMatch(f durable.Filter) bool {
 }
 
 // Coverage returns the coverage of every destination f selects, filtered
-// by the server.
+// by the server: the union of the coverage rows and of the deltas layout
+// (its bases and the deltas not yet folded), whatever Options.Layout
+// says.
 func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Destination]*coverage.RangeSet, error) {
 	out := map[coverage.Destination]*coverage.RangeSet{}
 	if noMatch(f) {
@@ -91,6 +93,12 @@ func (t *Tier) Coverage(ctx context.Context, f durable.Filter) (map[coverage.Des
 			return nil, fmt.Errorf("postgres: coverage of %s on %s: %w: %w", d, t.name, coverage.ErrCorrupt, err)
 		}
 		out[d] = &set
+	}
+	// The deltas layout's, read after the rows: nothing moves from one
+	// layout to the other, so the union of the two reads is a lag at
+	// most.
+	if err := t.deltaCoverage(ctx, f, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -152,6 +160,9 @@ func (t *Tier) LastWrites(ctx context.Context, f durable.Filter) (map[coverage.D
 	if err != nil {
 		return nil, fmt.Errorf("postgres: last writes %+v of %s: %w", f, t.name, err)
 	}
+	if err := t.deltaLastWrites(ctx, f, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -196,6 +207,9 @@ func (t *Tier) TopicSinks(ctx context.Context, topics []string) (map[string][]st
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: the sinks of topics %q of %s: %w", topics, t.name, err)
+	}
+	if err := t.deltaTopicSinks(ctx, want, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -18,8 +18,15 @@ import (
 // the next Append (or read) must take a fresh connection, not fail on a dead one,
 // which would fail a checkpoint against a server that is up. The pool
 // never pings (as a pool whose connections are used within a second never
-// does), and holds several idle connections, all dead.
+// does), and holds several idle connections, all dead. In both layouts:
+// the deltas layout's blobs pass dead connections over too.
 func TestAppendAfterConnectionsDropped(t *testing.T) {
+	for _, layout := range []Layout{LayoutRows, LayoutDeltas} {
+		t.Run(string(layout), func(t *testing.T) { testAppendAfterConnectionsDropped(t, layout) })
+	}
+}
+
+func testAppendAfterConnectionsDropped(t *testing.T, layout Layout) {
 	schema := freshSchema(t)
 	app := "covmirror_test_" + schema
 	cfg, err := pgxpool.ParseConfig(catalogtest.PostgresURL())
@@ -34,7 +41,7 @@ func TestAppendAfterConnectionsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	tier, err := Open(ctx, Options{Pool: pool, Schema: schema})
+	tier, err := Open(ctx, Options{Pool: pool, Schema: schema, Layout: layout})
 	if err != nil {
 		t.Fatal(err)
 	}

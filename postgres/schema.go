@@ -68,7 +68,19 @@ var tables = []table{
 		{"source", "text"}, {"partition", "integer"}, {"batch", "bigint"},
 		{"cursor", "bytea"}, {"saved_at", "timestamp with time zone"},
 	}, []string{"source", "partition", "batch", "cursor"}},
+	// blobs is the deltas layout's store (Blobs): its key is in byte
+	// order (collation "C", see cCollated), so that a List of a prefix is
+	// one range of the primary key.
+	{"blobs", []column{
+		{"key", "text"}, {"version", "bigint"}, {"data", "bytea"},
+	}, []string{"key"}},
 }
+
+// cCollated are the columns (table.column) created with collation "C":
+// reads of them compare and sort in byte order, which a key index in
+// that collation serves. A table created otherwise is still read
+// correctly (every query says COLLATE "C"), only by a slower plan.
+var cCollated = map[string]bool{"blobs.key": true}
 
 // createSQL is t's CREATE TABLE IF NOT EXISTS in schema, and for a table
 // without a key, the replica identity a publication needs to carry its
@@ -77,7 +89,11 @@ func (t table) createSQL(schema string) []string {
 	name := pgx.Identifier{schema, t.name}.Sanitize()
 	defs := make([]string, 0, len(t.columns)+1)
 	for _, c := range t.columns {
-		defs = append(defs, pgx.Identifier{c.name}.Sanitize()+" "+c.typ+" NOT NULL")
+		def := pgx.Identifier{c.name}.Sanitize() + " " + c.typ
+		if cCollated[t.name+"."+c.name] {
+			def += ` COLLATE "C"`
+		}
+		defs = append(defs, def+" NOT NULL")
 	}
 	if len(t.key) == 0 {
 		return []string{"CREATE TABLE IF NOT EXISTS " + name + " (" + strings.Join(defs, ", ") + ")",

@@ -17,6 +17,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
+	"github.com/covmirror/covmirror/object"
 )
 
 // Tier is the durable tier as PostgreSQL tables (see the package
@@ -34,6 +35,12 @@ type Tier struct {
 
 	mu      sync.Mutex
 	written map[coverage.Destination]struct{} // appended to since this Tier's last fold
+
+	// blobs and deltas are the deltas layout's table and the object tier
+	// over it, in deltas layout; opened whatever Options.Layout says,
+	// since every read unions both layouts.
+	blobs  *Blobs
+	deltas *object.Tier
 }
 
 // The tables are a durable tier.
@@ -72,6 +79,14 @@ func Open(ctx context.Context, opts Options) (*Tier, error) {
 	if err := t.init(ctx); err != nil {
 		t.Close()
 		return nil, err
+	}
+	t.blobs = newBlobs(t.pool, opts.Schema, t.name)
+	var err error
+	t.deltas, err = object.Open(ctx, object.Options{Blobs: t.blobs, Layout: object.LayoutDeltas,
+		MaxAttempts: opts.MaxAttempts, Logger: opts.Logger, Now: opts.Now, NameRetention: foldLogRetention(opts.NameRetention)})
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("postgres: %s: the deltas layout: %w", t.name, err)
 	}
 	return t, nil
 }
@@ -135,6 +150,9 @@ func (t *Tier) Close() {
 // name row makes that a no-op if the first one landed (within
 // Options.NameRetention; past it, a duplicate union).
 func (t *Tier) Append(ctx context.Context, c durable.Checkpoint) error {
+	if t.opts.Layout == LayoutDeltas {
+		return t.appendDelta(ctx, c)
+	}
 	return t.appendWith(ctx, c, nil)
 }
 

@@ -81,9 +81,14 @@ type PostgresSettings struct {
 	// URL is postgres://USER@HOST:5432/DB, the password from PGPASSWORD or
 	// ~/.pgpass; required with Kind Postgres.
 	URL string
-	// Schema holds the coverage, checkpoints and positions tables; zero:
-	// postgres.DefaultSchema.
+	// Schema holds the coverage, checkpoints, positions and blobs tables;
+	// zero: postgres.DefaultSchema.
 	Schema string
+	// Layout is how checkpoints are written: "rows" (a row per
+	// destination) or "deltas" (a row of the blobs table per checkpoint,
+	// folded by the fleet role); reads see both. Zero:
+	// postgres.LayoutRows.
+	Layout string
 }
 
 // SettingsError is a malformed setting: the caller's to correct, where
@@ -127,6 +132,11 @@ func (s *Settings) Validate() error {
 	case "", object.LayoutSinkObjects, object.LayoutDeltas:
 	default:
 		return settingsError("object.layout %q: use %s (one object per sink: a handful of pods) or %s (one object per checkpoint, folded by the fleet role: a fleet)", s.Object.Layout, object.LayoutSinkObjects, object.LayoutDeltas)
+	}
+	switch postgres.Layout(s.Postgres.Layout) {
+	case "", postgres.LayoutRows, postgres.LayoutDeltas:
+	default:
+		return settingsError("postgres.layout %q: use %s (a row per destination per checkpoint: up to a few hundred pods at 10 s) or %s (a row per checkpoint, folded by the fleet role: a fleet)", s.Postgres.Layout, postgres.LayoutRows, postgres.LayoutDeltas)
 	}
 	return ParseKind(s.Kind)
 }
@@ -192,5 +202,5 @@ func (s *Settings) PostgresOptions() (postgres.Options, error) {
 	if err := postgres.ValidateSchema(schema); err != nil {
 		return postgres.Options{}, settingsError("postgres.schema: %w", err)
 	}
-	return postgres.Options{URL: s.Postgres.URL, Schema: schema, Logger: s.Logger}, nil
+	return postgres.Options{URL: s.Postgres.URL, Schema: schema, Logger: s.Logger, Layout: postgres.Layout(s.Postgres.Layout)}, nil
 }

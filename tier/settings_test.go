@@ -37,4 +37,12 @@ func TestSettingsErrors(t *testing.T) {
 	if _, err := s.PostgresOptions(); !errors.As(err, &se) {
 		t.Errorf("bad schema: %v", err)
 	}
+	s.Postgres = PostgresSettings{URL: "postgres://u@h/db", Layout: "Deltas"}
+	if err := s.Validate(); !errors.As(err, &se) || !strings.Contains(err.Error(), `postgres.layout "Deltas"`) {
+		t.Errorf("bad layout: %v", err)
+	}
+	s.Postgres.Layout = "deltas"
+	if o, err := s.PostgresOptions(); err != nil || s.Validate() != nil || o.Layout != "deltas" {
+		t.Errorf("layout deltas: %+v, %v", o, err)
+	}
 }

@@ -45,6 +45,7 @@ var table = func() []settings.Setting {
 		{Key: "durable", Default: tier.Iceberg, Usage: "the durable tier: iceberg (the coverage table in raw's catalog), object (a sink object per sink under --object-url) or postgres (coverage rows in raw's PostgreSQL at --postgres-url); with object or postgres the table is their queryable replica"},
 		{Key: "postgres.url", Kind: settings.Secret, Usage: "with --durable postgres: the database, postgres://USER@HOST:5432/DB (the password from PGPASSWORD or ~/.pgpass, never here)"},
 		{Key: "postgres.schema", NonEmpty: true, Default: postgres.DefaultSchema, Usage: "with --durable postgres: the schema of the coverage, checkpoints and positions tables, created if missing"},
+		{Key: "postgres.layout", Default: string(postgres.LayoutRows), Usage: "with --durable postgres: how checkpoints are written: rows (a row per destination per checkpoint: up to a few hundred pods at a 10 s interval) or deltas (one row per checkpoint in the blobs table, folded into partition-group bases by the fleet role: a fleet, or a short interval); reads see both"},
 		{Key: "object.url", Usage: "with --durable object: s3://BUCKET/PREFIX or file:///DIR; none: a directory under --state"},
 		{Key: "object.s3.endpoint", Usage: "S3 endpoint URL for an S3-compatible store; none: AWS; credentials come from the AWS environment"},
 		{Key: "object.s3.region", Usage: "S3 region; none: the AWS environment's, else us-east-1"},
@@ -94,7 +95,7 @@ func tierSettings(set *settings.Set) tier.Settings {
 		Object: tier.ObjectSettings{URL: set.String("object.url"), S3Endpoint: set.String("object.s3.endpoint"), S3Region: set.String("object.s3.region"),
 			S3ForcePathStyle: set.Bool("object.s3.force-path-style"), UnsafeStore: set.Bool("object.unsafe-store"),
 			Layout: set.String("object.layout")},
-		Postgres: tier.PostgresSettings{URL: set.String("postgres.url"), Schema: set.String("postgres.schema")}}
+		Postgres: tier.PostgresSettings{URL: set.String("postgres.url"), Schema: set.String("postgres.schema"), Layout: set.String("postgres.layout")}}
 }
 
 func addProp(props map[string]string, kv string) error {

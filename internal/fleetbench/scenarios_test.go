@@ -69,6 +69,12 @@ var scenarios = []scenario{
 		setup: postgresTier, opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 3}},
 	{name: "postgres-N=500-10s", about: "PostgreSQL for real (127.0.0.1:5432), real time: 500 pods over 8 pools of 4 connections", realTime: true,
 		setup: postgresTier, opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 3}},
+	{name: "pgdeltas-N=500-1s", about: "PostgreSQL's deltas layout for real, real time: a row of the blobs table per checkpoint, folded every second by one folder", realTime: true,
+		setup: postgresDeltas, opts: fleetsim.Options{Pods: 500, Rounds: 10, CompactEvery: time.Second}},
+	{name: "pgdeltas-N=1000-10s", about: "PostgreSQL's deltas layout for real, real time: 1,000 pods at 10 s, folded every 10 s", realTime: true,
+		setup: postgresDeltas, opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 3, CompactEvery: 10 * time.Second}},
+	{name: "pgdeltas-N=500-10s", about: "PostgreSQL's deltas layout for real, real time: 500 pods at 10 s, folded every 10 s", realTime: true,
+		setup: postgresDeltas, opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 3, CompactEvery: 10 * time.Second}},
 }
 
 // objectTier is today's object tier over one simulated bucket, a handle
@@ -165,7 +171,63 @@ func catalogTable(t *testing.T, o *fleetsim.Options) {
 const postgresPools = 8
 
 // postgresTier is the PostgreSQL tier in a fresh schema, dropped after.
-func postgresTier(t *testing.T, o *fleetsim.Options) {
+func postgresTier(t *testing.T, o *fleetsim.Options) { postgresLayout(t, o, postgres.LayoutRows) }
+
+// postgresDeltas is the PostgreSQL tier's deltas layout in a fresh schema:
+// the pods' handles as postgresTier's, and the fleet role's fold job on a
+// handle of its own, as the elected pod's process has.
+func postgresDeltas(t *testing.T, o *fleetsim.Options) {
+	tiers := postgresLayout(t, o, postgres.LayoutDeltas)
+	folder := tiers[len(tiers)-1]
+	var runs int
+	var res object.FoldResult
+	var lag, maxLag time.Duration
+	o.Compactor = func(ctx context.Context) error {
+		runs++
+		start := time.Now()
+		r, err := folder.FoldDeltas(ctx)
+		res.Deltas, res.Bases, res.Left = res.Deltas+r.Deltas, res.Bases+r.Bases, res.Left+r.Left
+		took := time.Since(start)
+		lag += took
+		maxLag = max(maxLag, took)
+		return err
+	}
+	stats := o.Stats
+	o.Stats = func() fleetsim.Counters {
+		c := stats()
+		for _, tier := range tiers {
+			s := tier.Blobs().Stats()
+			c.Requests += s.Gets + s.Puts + s.Lists + s.Deletes
+			c.BytesWritten += s.BytesIn
+			c.BytesRead += s.BytesOut
+		}
+		return c
+	}
+	o.Extra = func() map[string]float64 {
+		mean := 0.0
+		if runs > 0 {
+			mean = lag.Seconds() / float64(runs)
+		}
+		// What the pods' handles wrote (their deltas), apart from the
+		// folder's bases: a checkpoint's own bytes.
+		var podPuts, podBytes int64
+		for _, tier := range tiers[:postgresPools] {
+			s := tier.Blobs().Stats()
+			podPuts, podBytes = podPuts+s.Puts, podBytes+s.BytesIn
+		}
+		perDelta := 0.0
+		if podPuts > 0 {
+			perDelta = float64(podBytes) / float64(podPuts)
+		}
+		return map[string]float64{"folds": float64(runs), "deltas-folded": float64(res.Deltas), "bases-written": float64(res.Bases),
+			"fold-mean-s": mean, "fold-max-s": maxLag.Seconds(), "delta-B": perDelta}
+	}
+}
+
+// postgresLayout opens the handles of the PostgreSQL tier in layout on a
+// fresh schema, dropped after: postgresPools for the pods, one for the
+// final check's reader and one for a folder.
+func postgresLayout(t *testing.T, o *fleetsim.Options, layout postgres.Layout) []*postgres.Tier {
 	ctx := context.Background()
 	admin, err := pgxpool.New(ctx, catalogtest.PostgresURL())
 	if err == nil {
@@ -181,9 +243,9 @@ func postgresTier(t *testing.T, o *fleetsim.Options) {
 		}
 		admin.Close()
 	})
-	tiers := make([]*postgres.Tier, postgresPools+1) // the last: the final check's reader
+	tiers := make([]*postgres.Tier, postgresPools+2) // then the final check's reader, and a folder
 	for i := range tiers {
-		if tiers[i], err = postgres.Open(ctx, postgres.Options{URL: catalogtest.PostgresURL(), Schema: schema}); err != nil {
+		if tiers[i], err = postgres.Open(ctx, postgres.Options{URL: catalogtest.PostgresURL(), Schema: schema, Layout: layout}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(tiers[i].Close)
@@ -201,6 +263,7 @@ func postgresTier(t *testing.T, o *fleetsim.Options) {
 		}
 		return fleetsim.Counters{LostRaces: retries}
 	}
+	return tiers
 }
 
 func find(name string) (scenario, error) {

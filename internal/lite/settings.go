@@ -38,7 +38,7 @@ func Table() []settings.Setting {
 // same file, leaves these to covmirror, and still refuses any other key.
 // cmd/covmirror's tests hold this list to covmirror's table.
 var CovmirrorKeys = []string{
-	"catalog.*", "namespace", "table", "writer", "durable", "postgres.url", "postgres.schema",
+	"catalog.*", "namespace", "table", "writer", "durable", "postgres.url", "postgres.schema", "postgres.layout",
 	"object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store", "object.layout",
 	"start.*", "reconcile.*", "addr", "socket", "interval", "max-body", "replicate-every", "mirror-every",
 	"source.*", "allow-hosts", "sync", "sinks", "fleet", "fleet-ttl",
