@@ -138,32 +138,15 @@ func (p *Pod) startFleet(ctx context.Context, reg prometheus.Registerer, gaps ga
 		}
 	}
 	// The deltas layout's fold, once per checkpoint interval: the pods'
-	// checkpoints wait in deltas until it merges them into the bases.
+	// checkpoints wait in deltas until it merges them into the bases. On
+	// PostgreSQL the deltas are rows of its blobs table.
 	if ot, ok := p.tier.(*object.Tier); ok && ot.Layout() == object.LayoutDeltas {
-		if o.Fleet == FleetEvery {
-			// Safe (folds merge by union), but each pod then reads every
-			// pod's deltas and rewrites the bases they touch each interval.
-			o.Logger.Warn("object.layout = deltas with fleet = every: every pod folds the whole deployment's checkpoints each interval; set fleet = elected so that one pod does")
-		}
-		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
-			res, err := ot.Fold(ctx)
-			o.Logger.Debug("object: fold", "deltas", res.Deltas, "sink-objects", res.SinkObjects, "bases", res.Bases, "left", res.Left, "err", err)
-			return err
-		}); err != nil {
+		if err := addFold(role, o, "object.layout", ot.Fold); err != nil {
 			return nil, err
 		}
 	}
-	// The same for the PostgreSQL tier's deltas layout, whose deltas are
-	// rows of its blobs table.
 	if pt, ok := p.tier.(*postgres.Tier); ok && pt.Layout() == postgres.LayoutDeltas {
-		if o.Fleet == FleetEvery {
-			o.Logger.Warn("postgres.layout = deltas with fleet = every: every pod folds the whole deployment's checkpoints each interval; set fleet = elected so that one pod does")
-		}
-		if err := role.Add("fold", o.Interval, func(ctx context.Context) error {
-			res, err := pt.FoldDeltas(ctx)
-			o.Logger.Debug("postgres: fold", "deltas", res.Deltas, "bases", res.Bases, "left", res.Left, "err", err)
-			return err
-		}); err != nil {
+		if err := addFold(role, o, "postgres.layout", pt.FoldDeltas); err != nil {
 			return nil, err
 		}
 	}
@@ -211,3 +194,23 @@ func (p *Pod) openLease(ctx context.Context) (lease.Lease, error) {
 // holds the lease (FleetElected), or always (FleetEvery); never with
 // FleetNever.
 func (p *Pod) FleetLeading() bool { return p.fleet != nil && p.fleet.Leading() }
+
+// addFold adds the deltas layout's fold to the role. A fold that left
+// deltas for later (unreadable, or a base write failed) is a failed run,
+// so that the job's failure metric and log show what only a later fold, or
+// an operator, can finish.
+func addFold(role *fleet.Role, o Options, setting string, fold func(context.Context) (object.FoldResult, error)) error {
+	if o.Fleet == FleetEvery {
+		// Safe (folds merge by union), but each pod then reads every
+		// pod's deltas and rewrites the bases they touch each interval.
+		o.Logger.Warn(setting + " = deltas with fleet = every: every pod folds the whole deployment's checkpoints each interval; set fleet = elected so that one pod does")
+	}
+	return role.Add("fold", o.Interval, func(ctx context.Context) error {
+		res, err := fold(ctx)
+		o.Logger.Debug("fold", "layout", setting, "deltas", res.Deltas, "sink-objects", res.SinkObjects, "bases", res.Bases, "left", res.Left, "err", err)
+		if err == nil && res.Left > 0 {
+			err = fmt.Errorf("fold: %d deltas or sink objects left for a later fold (unreadable, or a base write failed; the errors are logged above)", res.Left)
+		}
+		return err
+	})
+}

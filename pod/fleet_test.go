@@ -250,3 +250,68 @@ func TestElectedPodFoldsDeltas(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldLeavingADeltaIsAFailedRun: a delta the fold cannot read stays
+// where it is (it is a checkpoint's coverage), and each fold that leaves
+// it counts as a failed run of the fleet's fold job, so that the failure
+// metric, not only a log line, shows it.
+func TestFoldLeavingADeltaIsAFailedRun(t *testing.T) {
+	shared := t.TempDir()
+	props, err := iceberg.EmbeddedProps(filepath.Join(shared, "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(shared, "objects")
+	blobs, err := object.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	w, err := object.Open(context.Background(), object.Options{Blobs: blobs, Layout: object.LayoutDeltas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := coverage.Destination{Sink: "lake", Topic: "orders", Partition: 1}
+	if err := w.Append(context.Background(), durable.Checkpoint{Name: "c1", Writer: "old-pod",
+		Ranges: []coverage.DestinationRanges{{Destination: d, Ranges: []coverage.Range{{Start: 1, End: 5}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := blobs.List(context.Background(), "deltas/")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("deltas after one append: %v, %v", keys, err)
+	}
+	if _, err := blobs.Put(context.Background(), keys[0], []byte("not a delta"), ""); err == nil {
+		t.Fatal("a delta was overwritten by a create")
+	}
+	data, v, err := blobs.Get(context.Background(), keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if _, err := blobs.Put(context.Background(), keys[0], data, v); err != nil {
+		t.Fatal(err)
+	}
+	ts := tier.Settings{Kind: tier.Object, State: t.TempDir(), CatalogProps: props, Writer: "pod-a",
+		Object: tier.ObjectSettings{URL: "file://" + filepath.ToSlash(dir), Layout: string(object.LayoutDeltas)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Interval: 50 * time.Millisecond,
+		Fleet: pod.FleetElected, FleetTTL: 900 * time.Millisecond, ReplicateEvery: time.Hour})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if scrape(t, p)[`covmirror_fleet_job_failures_total{job="fold"}`] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("after a minute of folds that left an unreadable delta, the fold job counted no failure")
+		}
+	}
+	if left, err := blobs.List(context.Background(), "deltas/"); err != nil || len(left) != 1 {
+		t.Errorf("the unreadable delta: %v, %v; want it left where it is", left, err)
+	}
+}
