@@ -71,6 +71,8 @@ var scenarios = []scenario{
 		setup: postgresTier, opts: fleetsim.Options{Pods: 500, Interval: 10 * time.Second, Rounds: 3}},
 	{name: "pgdeltas-N=500-1s", about: "PostgreSQL's deltas layout for real, real time: a row of the blobs table per checkpoint, folded every second by one folder", realTime: true,
 		setup: postgresDeltas, opts: fleetsim.Options{Pods: 500, Rounds: 10, CompactEvery: time.Second}},
+	{name: "pgdeltas-N=500-1s-fold10s", about: "PostgreSQL's deltas layout for real, real time: 500 pods at 1 s, folded every 10 s", realTime: true,
+		setup: postgresDeltas, opts: fleetsim.Options{Pods: 500, Rounds: 20, CompactEvery: 10 * time.Second}},
 	{name: "pgdeltas-N=1000-10s", about: "PostgreSQL's deltas layout for real, real time: 1,000 pods at 10 s, folded every 10 s", realTime: true,
 		setup: postgresDeltas, opts: fleetsim.Options{Pods: 1000, Interval: 10 * time.Second, Rounds: 3, CompactEvery: 10 * time.Second}},
 	{name: "pgdeltas-N=500-10s", about: "PostgreSQL's deltas layout for real, real time: 500 pods at 10 s, folded every 10 s", realTime: true,
