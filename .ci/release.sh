@@ -16,6 +16,8 @@ CYCLONEDX=${CYCLONEDX:-github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@
 VERSION=${VERSION:-$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dev)}
 COMMIT=${COMMIT:-$(git rev-parse HEAD)}
 DATE=${DATE:-$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)}
+# The copies check builds from have no .git: they take these from here.
+export VERSION COMMIT DATE
 # covmirror links DuckDB (cgo), so it is built for this machine's
 # platform only; the other two are pure Go and cross-compile.
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
@@ -59,12 +61,12 @@ sums() {
 }
 
 check() {
-  local tmp; tmp=$(mktemp -d)
+  tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   for copy in a b; do
     # Two copies of the commit at two paths: -trimpath must hide the path.
     mkdir -p "$tmp/src-$copy" && git archive HEAD | tar -x -C "$tmp/src-$copy"
-    (cd "$tmp/src-$copy" && VERSION=$VERSION COMMIT=$COMMIT DATE=$DATE bash .ci/release.sh build "$tmp/out-$copy" "$($GO env GOOS)/$($GO env GOARCH)" &&
+    (cd "$tmp/src-$copy" && bash .ci/release.sh build "$tmp/out-$copy" "$($GO env GOOS)/$($GO env GOARCH)" &&
       bash .ci/release.sh sums "$tmp/out-$copy")
   done
   if ! diff "$tmp/out-a/SHA256SUMS" "$tmp/out-b/SHA256SUMS"; then
