@@ -10,7 +10,8 @@ SIMTIME     ?= 10m
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build test test-slow test-integration rewrite bench bench-fleet fuzz lint ci clean simulate chart chart-example
+.PHONY: help build test test-slow test-integration rewrite bench bench-fleet fuzz lint ci clean simulate chart chart-example \
+	licenses licenses-update release release-check image image-check
 
 # Each target's line below is its `##` comment.
 help: ## list the targets with what each does
@@ -130,6 +131,59 @@ lint: ## gofmt check, go vet (also without cgo) and staticcheck, with and withou
 	CGO_ENABLED=0 $(GO) vet ./cmd/covmirror
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run $(STATICCHECK) -tags integration $(PKGS)
+	$(MAKE) licenses
+
+# The licence of every module the three binaries link (linux/amd64, built
+# as make release builds them), from their SBOMs (cyclonedx-gomod's
+# licence detection), checked against internal/licenses' allow list of
+# licences compatible with Apache-2.0, and docs/third-party-licenses.md
+# checked to be current. An unknown or refused licence fails.
+LICENSE_BUILD = $(CURDIR)/dist/licenses
+licenses: ## check the licences of every linked module (allow list) and that the report is current
+	rm -rf $(LICENSE_BUILD)
+	bash .ci/release.sh build $(LICENSE_BUILD) $$($(GO) env GOOS)/$$($(GO) env GOARCH)
+	bash .ci/release.sh sbom $(LICENSE_BUILD)
+	$(GO) run ./internal/licenses -check docs/third-party-licenses.md $(LICENSE_BUILD)/*.cdx.json
+
+licenses-update: ## regenerate docs/third-party-licenses.md (review the diff)
+	rm -rf $(LICENSE_BUILD)
+	bash .ci/release.sh build $(LICENSE_BUILD) $$($(GO) env GOOS)/$$($(GO) env GOARCH)
+	bash .ci/release.sh sbom $(LICENSE_BUILD)
+	$(GO) run ./internal/licenses -write docs/third-party-licenses.md $(LICENSE_BUILD)/*.cdx.json
+
+# Reproducible binaries into dist/: covmirror for this machine (it links
+# DuckDB through cgo), covmirror-lite and covmirror-benthos for every
+# PLATFORMS entry (pure Go), each with a CycloneDX SBOM, all in
+# dist/SHA256SUMS; VERSION defaults to the tag on HEAD, else v0.0.0-dev.
+# docs/release.md says how a release is cut.
+release: ## reproducible binaries, SBOMs and SHA256SUMS into dist/ (docs/release.md)
+	rm -rf dist/release
+	bash .ci/release.sh build dist/release
+	bash .ci/release.sh sbom dist/release
+	$(GO) run ./internal/licenses dist/release/*.cdx.json
+	bash .ci/release.sh sums dist/release
+	@cat dist/release/SHA256SUMS
+
+# Two builds of HEAD for this machine's platform, from two copies at two
+# paths, must give the same checksums.
+release-check: ## build HEAD twice and compare the checksums (reproducible builds)
+	bash .ci/release.sh check
+
+# The container image, offline: an OCI archive of covmirror for
+# linux/amd64 with the libraries it links, a non-root user and CA
+# certificates (internal/image).
+image: ## the container image as an OCI archive: dist/covmirror-image.tar
+	rm -rf dist/image-bin dist/covmirror-image.tar
+	bash .ci/release.sh build dist/image-bin linux/amd64
+	$(GO) run ./internal/image -binary dist/image-bin/covmirror-linux-amd64 \
+		-version $$(bash .ci/release.sh version) -commit $$(git rev-parse HEAD) \
+		-date $$(bash .ci/release.sh date) -out dist/covmirror-image.tar
+
+# The image's entrypoint run in an otherwise empty root (chroot, as the
+# image's user): version, demo and serve answering over HTTP. Needs root.
+image-check: image ## run the image's version, demo and serve in an empty root (needs root)
+	COVMIRROR_IMAGE=$(CURDIR)/dist/covmirror-image.tar COVMIRROR_IMAGE_VERSION=$$(bash .ci/release.sh version) \
+		$(GO) test ./internal/image -run TestImageRuns -count=1 -v
 
 # Every datadriven file regenerated from what the code prints now: the
 # range-set spec, the CLI transcripts and the gap spec
@@ -156,7 +210,7 @@ chart: ## lint and render the Helm chart over its example values, checking every
 chart-example: ## regenerate deploy/pod.yaml from the Helm chart (review the diff)
 	$(GO) test ./internal/charttest -run '^TestPodExample$$' -rewrite
 
-ci: lint test-slow test-integration ## lint, test-slow, test-integration: what .ci/run runs
+ci: lint test-slow test-integration release-check image-check ## lint (with licenses), test-slow, test-integration, release-check, image-check: what .ci/run runs
 
 clean: ## empty the test cache
 	$(GO) clean -testcache

@@ -18,6 +18,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
+	"github.com/covmirror/covmirror/internal/version"
 )
 
 // Every write of this package goes through this file: data files are
@@ -34,7 +35,8 @@ type stamp struct {
 }
 
 func (s stamp) props() ice.Properties {
-	return ice.Properties{SummaryWriter: s.writer, SummaryCheckpoint: s.name, SummaryPayload: s.payload}
+	return ice.Properties{SummaryWriter: s.writer, SummaryCheckpoint: s.name, SummaryPayload: s.payload,
+		SummaryVersion: version.Get().String()}
 }
 
 // lookup reports whether a snapshot of tbl carries s's writer and name. The

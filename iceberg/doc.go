@@ -53,8 +53,9 @@
 // covmirror.schema); a table of the first shape, partitioned by the raw
 // name, is refused with ErrIncompatibleTable.
 //
-// Snapshot summaries carry covmirror.writer, covmirror.checkpoint and
-// covmirror.payload. The
+// Snapshot summaries carry covmirror.writer, covmirror.checkpoint,
+// covmirror.payload and covmirror.version (the writer's covmirror
+// version). The
 // table is created with manifest merging on, so commit latency stays flat as
 // checkpoints accumulate. An existing table whose schema lacks or retypes one
 // of these columns is refused with ErrIncompatibleTable and never altered.

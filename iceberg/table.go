@@ -26,6 +26,10 @@ const (
 	// SummaryPayload binds the checkpoint name to what the commit carries
 	// (a digest of the writer, destinations, ranges and row count).
 	SummaryPayload = "covmirror.payload"
+	// SummaryVersion is the covmirror version that wrote the commit
+	// (package version's Info.String): which build wrote a row. Lookups
+	// never read it, so writers of different versions share a table.
+	SummaryVersion = "covmirror.version"
 )
 
 // Table kinds, in the table property covmirror.schema.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/version"
 )
 
 func TestIncompatibleTableIsRefusedAndLeftAlone(t *testing.T) {
@@ -86,6 +87,10 @@ func TestAppendOfALandedCheckpointIsNotRepeated(t *testing.T) {
 	loaded, _ := tbl.Load(ctx)
 	if n := len(loaded.Metadata().Snapshots()); n != 1 {
 		t.Fatalf("%d snapshots: a landed checkpoint was appended again", n)
+	}
+	// The snapshot names the covmirror that wrote it.
+	if got, want := loaded.CurrentSnapshot().Summary.Properties[SummaryVersion], version.Get().String(); got != want || got == "" {
+		t.Errorf("snapshot summary %s = %q, want %q", SummaryVersion, got, want)
 	}
 	if ok, err := tbl.Landed(ctx, "pod", "pod/7"); !ok || err != nil {
 		t.Fatalf("Landed: %v, %v", ok, err)

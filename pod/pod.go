@@ -20,6 +20,7 @@ import (
 	"github.com/covmirror/covmirror/fleet"
 	"github.com/covmirror/covmirror/gapmetrics"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/versionmetric"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/sidecar"
@@ -215,7 +216,7 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	// holes over the same ones. Declared starts fill in an extent
 	// reported without a start.
 	extents := sidecar.NewExtentBook(0)
-	reg.MustRegister(p.mirror.Collector())
+	reg.MustRegister(p.mirror.Collector(), versionmetric.Collector())
 	// Per-sink gaps from the table, refreshed by the fleet role where this
 	// pod does the fleet work (Options.Fleet).
 	gaps := gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks, Interval: gapmetrics.DefaultInterval}

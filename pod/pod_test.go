@@ -9,6 +9,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/version"
 	"github.com/covmirror/covmirror/pod"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -35,6 +36,12 @@ func TestRecordThenShutdown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /v1/records: %s", resp.Status)
+	}
+	// The metrics say which build runs (covmirror_build_info).
+	bi := version.Get()
+	series := `covmirror_build_info{commit="` + bi.Commit + `",date="` + bi.Date + `",goversion="` + bi.GoVersion + `",version="` + bi.Version + `"}`
+	if v, ok := scrape(t, p)[series]; !ok || v != 1 {
+		t.Errorf("/metrics has %s = %v (present: %v), want 1", series, v, ok)
 	}
 	cancel()
 	select {

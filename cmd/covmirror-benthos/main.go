@@ -15,34 +15,35 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/covmirror/covmirror/benthos"
+	"github.com/covmirror/covmirror/internal/version"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it the module version from the build info is used.
-var version = ""
+// versionFlags are Benthos' own spellings of its version flag; given
+// alone, covmirror-benthos prints what covmirror's binaries print
+// (Benthos' would leave out the commit and the Go version).
+var versionFlags = map[string]bool{"--version": true, "-version": true, "-v": true, "--v": true}
 
 func main() {
+	info := version.Get()
+	if len(os.Args) == 2 && versionFlags[os.Args[1]] {
+		if err := info.Write(os.Stdout, "covmirror-benthos"); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if err := benthos.Register(service.GlobalEnvironment()); err != nil {
 		fmt.Fprintln(os.Stderr, "covmirror-benthos: registering the covmirror plugins:", err)
 		os.Exit(1)
 	}
-	v := version
-	if v == "" {
-		v = "(devel)"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-			v = info.Main.Version
-		}
-	}
 	service.RunCLI(context.Background(),
 		service.CLIOptSetBinaryName("covmirror-benthos"),
 		service.CLIOptSetProductName("covmirror-benthos"),
-		service.CLIOptSetVersion(v, ""),
+		service.CLIOptSetVersion(info.String(), info.Date),
 		service.CLIOptSetDocumentationURL("https://github.com/covmirror/covmirror/tree/main/examples/benthos"))
 }

@@ -27,9 +27,6 @@ import (
 
 const prog = "covmirror-lite"
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
-
 var summaries = lite.Summaries
 
 func main() {
@@ -74,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	case "inspect":
 		return lite.Inspect(ctx, sh, dir, rest)
 	case "version":
-		return lite.Version(sh, version, rest)
+		return lite.Version(sh, rest)
 	default:
 		return lite.UsageError{Err: fmt.Errorf("unknown command %q: %s runs record, inspect and version; covmirror runs every command (try %[2]s --help)", name, prog)}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -112,6 +113,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"record", "--help"}, 0, "usage: covmirror-lite record"},
 		{[]string{"--help"}, 0, "commands (covmirror's, in a small binary)"},
 		{[]string{"version"}, 0, "covmirror-lite "},
+		{[]string{"--version"}, 0, "\ngo:     " + runtime.Version() + "\n"},
+		{[]string{"version", "--json"}, 0, `"go_version":"` + runtime.Version() + `"`},
+		{[]string{"version", "--yaml"}, 2, "-yaml"},
 	} {
 		out, errOut, code := runLite(c.args...)
 		if code != c.code || !strings.Contains(out+errOut, c.want) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ import (
 //	stdout, then "? N" for a non-zero exit status and "error: MESSAGE"
 //
 // What differs from run to run is written as a placeholder: the state
-// directory as $STATE and check-store's scratch prefix as SCRATCH. Log
+// directory as $STATE, the Go version as $GOVERSION and check-store's
+// scratch prefix as SCRATCH. Log
 // lines are left out. A query block is skipped in a build without cgo.
 // Regenerate with: go test ./cmd/covmirror -run Transcripts -rewrite
 func TestTranscripts(t *testing.T) {
@@ -42,7 +44,8 @@ func TestTranscripts(t *testing.T) {
 		t.Run(strings.TrimPrefix(file, "testdata/"), func(t *testing.T) {
 			state := t.TempDir()
 			normalize := func(s string) string {
-				return scratchKey.ReplaceAllString(strings.ReplaceAll(s, state, "$STATE"), "covmirror-check-store/SCRATCH/")
+				s = strings.ReplaceAll(strings.ReplaceAll(s, state, "$STATE"), runtime.Version(), "$GOVERSION")
+				return scratchKey.ReplaceAllString(s, "covmirror-check-store/SCRATCH/")
 			}
 			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
 				if d.Cmd != "run" {

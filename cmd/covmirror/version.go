@@ -6,10 +6,6 @@ import (
 	"github.com/covmirror/covmirror/internal/lite"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it the module version from the build info is used.
-var version = ""
-
 // The commands covmirror-lite runs too, from one implementation.
 
 func runRecord(ctx context.Context, g *globals, args []string) error {
@@ -21,5 +17,5 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 }
 
 func runVersion(_ context.Context, g *globals, args []string) error {
-	return lite.Version(g.shell(), version, args)
+	return lite.Version(g.shell(), args)
 }

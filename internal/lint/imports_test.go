@@ -201,7 +201,7 @@ func TestClientLinksNoPod(t *testing.T) {
 // tier and the settings plumbing, and nothing of the durable tier, the pod
 // or their engines, whose package inits cost what it saves.
 func TestLiteLinksOnlyTheLocalTier(t *testing.T) {
-	only(t, "internal/lite", "coverage", "local", "internal/settings", "internal/token", "internal/redact")
+	only(t, "internal/lite", "coverage", "local", "internal/settings", "internal/token", "internal/redact", "internal/version")
 	only(t, "cmd/covmirror-lite", "internal/lite", "internal/settings")
 	for _, p := range []string{"internal/lite", "cmd/covmirror-lite"} {
 		never(t, p, "the small binary links only the local tier",
@@ -248,6 +248,18 @@ func TestBenthosOnlyInItsPackages(t *testing.T) {
 		}
 	}
 	never(t, "cmd/covmirror", "the covmirror binary does not link Benthos", "github.com/redpanda-data/benthos/v4")
+}
+
+// TestVersionLinksNothing: every binary and tier reads internal/version,
+// so it links only the standard library; the tiers stamp checkpoints with
+// it and must not link the Prometheus client through it (versionmetric
+// holds the metric).
+func TestVersionLinksNothing(t *testing.T) {
+	for _, dep := range get(t, "internal/version").Deps {
+		if strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") {
+			t.Errorf("internal/version depends on %s: it links the standard library only", dep)
+		}
+	}
 }
 
 // TestTestPackagesStayInTests: no production file imports a package that

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/version"
 	"github.com/covmirror/covmirror/local"
 )
 
@@ -58,19 +58,16 @@ func Record(ctx context.Context, sh *Shell, localDir string, args []string) erro
 	return nil
 }
 
-// Version runs version: prog and v, else the module version from the
-// build info.
-func Version(sh *Shell, v string, args []string) error {
+// Version runs version: the version, commit, build date and Go version
+// (package version), as text or with --json as one JSON object.
+func Version(sh *Shell, args []string) error {
 	fs := sh.Flags("version", "")
+	asJSON := fs.Bool("json", false, "print the version as one JSON object: program, version, commit, date, go_version")
 	if err := sh.Parse(fs, args); err != nil {
 		return err
 	}
-	if v == "" {
-		v = "(devel)"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-			v = info.Main.Version
-		}
+	if *asJSON {
+		return version.Get().WriteJSON(sh.Stdout, sh.Prog)
 	}
-	fmt.Fprintln(sh.Stdout, sh.Prog, v)
-	return nil
+	return version.Get().Write(sh.Stdout, sh.Prog)
 }

@@ -48,5 +48,5 @@ var CovmirrorKeys = []string{
 var Summaries = map[string]string{
 	"record":  "record a range a sink has acknowledged into the local tier",
 	"inspect": "show the local tier's diagnostics (offline, or --url of a running pod)",
-	"version": "print the version",
+	"version": "print the version, commit, build date and Go version (--json for JSON)",
 }

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/covmirror/covmirror/internal/settings"
+	"github.com/covmirror/covmirror/internal/version"
 )
 
 // UsageError is a mistake in the command line: exit status 2.
@@ -19,6 +20,10 @@ func (u UsageError) Unwrap() error { return u.Err }
 
 // ErrHelp is returned after --help printed the usage: exit status 0.
 var ErrHelp = errors.New("help requested")
+
+// ErrVersionShown is returned after --version printed the version: exit
+// status 0 and nothing more printed, as for ErrHelp, which it matches.
+var ErrVersionShown = fmt.Errorf("version shown: %w", ErrHelp)
 
 // ExitCode is the exit status of a command's error as far as this
 // package knows: 0 for none or --help, 2 for a usage error, else 1.
@@ -114,10 +119,17 @@ func (sh *Shell) Globals(args, others []string, configUsage string, usage func(i
 	fs := flag.NewFlagSet(sh.Prog, flag.ContinueOnError)
 	fs.SetOutput(sh.Stderr)
 	fs.String("config", file.Path(), configUsage)
+	showVersion := fs.Bool("version", false, "print the version, commit, build date and Go version, and exit (the version command, --json for JSON)")
 	sh.Set.Register(fs, "")
 	fs.Usage = func() { usage(sh.Stderr, fs) }
 	if err := ParseFlags(fs, args, sh.Prog, sh.Table); err != nil {
 		return nil, err
+	}
+	if *showVersion {
+		if err := version.Get().Write(sh.Stdout, sh.Prog); err != nil {
+			return nil, err
+		}
+		return nil, ErrVersionShown
 	}
 	return fs, nil
 }
