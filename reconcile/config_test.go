@@ -144,7 +144,7 @@ func TestConfigRefused(t *testing.T) {
 		{"a password in the file", []string{"s.kind = sql", "s.password = " + secret}, nil, "reconcile.s.password: a credential"},
 		{"a DSN where its variable's name belongs", []string{"s.kind = sql", "s.driver = pgx", "s.dsn-env = postgres://u:" + secret + "@h/db", "s.query = q"}, nil,
 			"reconcile.s.dsn-env is not an environment variable's name"},
-		{"credentials in the URL", []string{"s.kind = http", "s.url = https://u:" + secret + "@h/x?s={start}"}, nil, "reconcile.s.url: the URL holds credentials"},
+		{"credentials in the URL", []string{"s.kind = http", "s.url = https://u:" + secret + "@h/x?s={start}"}, nil, "reconcile.s.url: the URL template https://h/x holds an @: credentials"},
 		{"bad timeout", append([]string{"s.timeout = soon"}, sqlOK...), nil, `reconcile.s.timeout: "soon" is not a positive duration`},
 		{"bad count", append([]string{"s.count = maybe"}, sqlOK...), nil, `reconcile.s.count: "maybe": use true or false`},
 		{"bad table", []string{"s.kind = iceberg", "s.table = ns..t"}, nil, "reconcile.s.table"},
