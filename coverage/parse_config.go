@@ -45,7 +45,7 @@ func ParseStart(topic, n string) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(strings.TrimSpace(n), 10, 64)
 	if err != nil || v > MaxBatchEnd {
-		return 0, fmt.Errorf("stream start of %s: %q is not a batch id (0 to %d)", topic, n, uint64(MaxBatchEnd))
+		return 0, fmt.Errorf("stream start of %q: %q is not a batch id (0 to %d)", topic, n, uint64(MaxBatchEnd))
 	}
 	return v, nil
 }

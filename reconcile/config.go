@@ -74,7 +74,9 @@ func AddConfigEntry(entries map[string]string, kv string) error {
 	if !ok || i <= 0 || i == len(k)-1 {
 		return fmt.Errorf("checker entry %q is not %s.SINK.KEY = VALUE", redactEntry(kv), ConfigPrefix)
 	}
-	sink, key := strings.TrimSpace(k[:i]), strings.TrimSpace(k[i+1:])
+	// The sink and the key are their exact bytes: " lake" is another
+	// sink, never trimmed into "lake".
+	sink, key := k[:i], k[i+1:]
 	name := ConfigPrefix + "." + sink + "." + key
 	if err := (coverage.Destination{Sink: sink, Topic: "t"}).Validate(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)

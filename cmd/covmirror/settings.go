@@ -113,28 +113,28 @@ func addStart(starts map[string]string, kv string) error {
 	if !ok {
 		return fmt.Errorf("stream start %q is not TOPIC=N", kv)
 	}
-	topic, n = strings.TrimSpace(topic), strings.TrimSpace(n)
+	// The topic is its exact bytes: " orders" is another topic.
+	n = strings.TrimSpace(n)
 	if _, err := coverage.ParseStart(topic, n); err != nil {
 		return err
 	}
 	if _, dup := starts[topic]; dup {
-		return fmt.Errorf("stream start of %s is given twice: give each topic one", topic)
+		return fmt.Errorf("stream start of %q is given twice: give each topic one", topic)
 	}
 	starts[topic] = n
 	return nil
 }
 
 func addSource(sources map[string]string, kv string) error {
-	name, regime, ok := strings.Cut(kv, "=")
-	name = strings.TrimSpace(name)
+	name, regime, ok := strings.Cut(kv, "=") // the name is its exact bytes
 	if !ok || name == "" {
 		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
 	}
 	if _, err := coverage.ParseRegime(regime); err != nil {
-		return fmt.Errorf("source %s: %w", name, err)
+		return fmt.Errorf("source %q: %w", name, err)
 	}
 	if _, dup := sources[name]; dup {
-		return fmt.Errorf("source %s is declared twice", name)
+		return fmt.Errorf("source %q is declared twice", name)
 	}
 	sources[name] = strings.TrimSpace(regime)
 	return nil

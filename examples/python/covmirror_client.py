@@ -86,21 +86,47 @@ def _redact(text, secrets=(), cut=False):
     cut short at its end (a bounded read)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    secrets = [x for x in secrets if x]
+    secrets = _encoded(x for x in secrets if x)
     for sec in sorted((x for x in secrets if len(x) >= _MIN_SECRET), key=len, reverse=True):
         text = text.replace(sec, _MARK)
     if cut:
+        # The longest tail that begins any of them: a secret's encoded
+        # forms share its start.
+        longest = 0
         for sec in secrets:
-            for n in range(min(len(sec) - 1, len(text)), 0, -1):
+            for n in range(min(len(sec) - 1, len(text)), longest, -1):
                 if text.endswith(sec[:n]):
-                    text = text[:-n] + _MARK
+                    longest = n
                     break
+        if longest:
+            text = text[:-longest] + _MARK
         m = _OPEN_AUTHORITY.search(text)
         if m:
             text = text[:m.start()] + _MARK
     for shape, repl in _SHAPES:
         text = shape.sub(repl, text)
     return text
+
+
+_JSON_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
+_PERCENT_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
+
+
+def _encoded(secrets):
+    """secrets with the forms an echo may give each back in: JSON string
+    contents (Go's \\u003c for <, > and &, or not; either case of hex) and
+    percent-encoding (a query's and a path's, either case of hex)."""
+    out = []
+    for sec in secrets:
+        plain = json.dumps(sec)[1:-1]
+        html = plain.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        forms = [sec]
+        for form, esc in ((plain, _JSON_ESCAPE), (html, _JSON_ESCAPE), (urllib.parse.quote_plus(sec), _PERCENT_ESCAPE),
+                          (urllib.parse.quote(sec, safe=""), _PERCENT_ESCAPE), (urllib.parse.quote(sec, safe="/"), _PERCENT_ESCAPE)):
+            forms += [form] + [esc.sub(lambda m, to=to: m.group(0)[:-2 if m.group(0)[0] == "%" else -4] + to(m.group(0)[-2 if m.group(0)[0] == "%" else -4:]), form)
+                               for to in (str.upper, str.lower)]
+        out += [f for f in forms if f not in out]
+    return out
 
 
 def _bounded(text, n, secrets=(), cut=False):
@@ -143,6 +169,11 @@ class Unavailable(CovmirrorError):
 
 class BadAnswer(CovmirrorError):
     """The answer is not the record API's: maybe recorded; check the address."""
+
+
+def _count(v):
+    """v if it is an index or a count (an int, 0 or more), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def _retryable(status):
@@ -310,11 +341,15 @@ class Client:
                     doc = json.loads(data) if data and not cut else None
                 except ValueError:
                     doc = None
-                if not isinstance(doc, dict) or "error" not in doc:
+                if not isinstance(doc, dict) or not isinstance(doc.get("error"), str):
                     text = _bounded(data, MAX_ERROR_TEXT, secrets, cut).strip() or http.client.responses.get(status, "")
                     doc = {"error": text + " (not an answer of the record API: does the address name the pod's serve?)"}
                 else:
-                    doc = {k: _redact(v, secrets) if isinstance(v, str) else v for k, v in doc.items()}
+                    # The API's fields only, each of its type: anything else
+                    # is an echo the exception must not carry.
+                    doc = {"error": _redact(doc["error"], secrets),
+                           "rule": _redact(doc["rule"], secrets) if isinstance(doc.get("rule"), str) else None,
+                           "entry": _count(doc.get("entry")), "recorded": _count(doc.get("recorded"))}
                 # A redirect is not success either: ServeMux answers 307 for
                 # a path it would clean, and following it would address
                 # another resource.

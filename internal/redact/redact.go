@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -39,6 +40,7 @@ var shapes = []struct {
 // authority that its @ may have followed, is dropped then.
 func Text(s string, cut bool, secrets ...string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
+	secrets = encoded(secrets)
 	for _, sec := range longestFirst(secrets) {
 		s = strings.ReplaceAll(s, sec, Mark)
 	}
@@ -73,6 +75,64 @@ func Bounded(s string, n int, cut bool, secrets ...string) string {
 	return s[:i] + "..."
 }
 
+// encoded is secrets with the forms an echo may give each back in: JSON
+// string contents (\" \\ \u003c ..., either case of hex) and
+// percent-encoding (a query's and a path's, either case of hex). A token
+// of visible ASCII may hold a character each of them rewrites, and the
+// text would then hold it in no form Text replaces, whole or by a prefix.
+func encoded(secrets []string) []string {
+	out := make([]string, 0, len(secrets))
+	seen := make(map[string]bool)
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, sec := range secrets {
+		add(sec)
+		if sec == "" {
+			continue
+		}
+		b, _ := json.Marshal(sec)
+		html := string(b[1 : len(b)-1])
+		var plain strings.Builder
+		e := json.NewEncoder(&plain)
+		e.SetEscapeHTML(false)
+		_ = e.Encode(sec)
+		js := strings.TrimSuffix(plain.String(), "\n")
+		// Each form's own escapes only change case: a literal %6c of the
+		// secret is no escape in its JSON form.
+		for _, v := range []struct {
+			form string
+			esc  *regexp.Regexp
+		}{{html, jsonEscape}, {js[1 : len(js)-1], jsonEscape}, {url.QueryEscape(sec), percentEscape}, {url.PathEscape(sec), percentEscape}} {
+			add(v.form)
+			add(hexCase(v.form, v.esc, strings.ToUpper))
+			add(hexCase(v.form, v.esc, strings.ToLower))
+		}
+	}
+	return out
+}
+
+// The escapes whose hex digits an encoder may write in either case.
+var (
+	jsonEscape    = regexp.MustCompile(`\\u[0-9a-fA-F]{4}`)
+	percentEscape = regexp.MustCompile(`%[0-9a-fA-F]{2}`)
+)
+
+// hexCase is s with the hex digits of its escapes (esc) in one case: the
+// last 2 (%XX) or 4 (\uXXXX) bytes of each.
+func hexCase(s string, esc *regexp.Regexp, to func(string) string) string {
+	return esc.ReplaceAllStringFunc(s, func(m string) string {
+		i := len(m) - 2
+		if m[0] == '\\' {
+			i = len(m) - 4
+		}
+		return m[:i] + to(m[i:])
+	})
+}
+
 func longestFirst(secrets []string) []string {
 	out := make([]string, 0, len(secrets))
 	for _, s := range secrets {
@@ -89,20 +149,23 @@ func longestFirst(secrets []string) []string {
 	return out
 }
 
-// dropSecretTail drops the longest tail of s that begins one of secrets.
+// dropSecretTail drops the longest tail of s that begins one of secrets:
+// the longest over all of them, since a secret's encoded forms share its
+// start.
 func dropSecretTail(s string, secrets []string) string {
+	longest := 0
 	for _, sec := range secrets {
-		if sec == "" {
-			continue
-		}
-		for n := min(len(sec)-1, len(s)); n > 0; n-- {
+		for n := min(len(sec)-1, len(s)); n > longest; n-- {
 			if strings.HasSuffix(s, sec[:n]) {
-				s = s[:len(s)-n] + Mark
+				longest = n
 				break
 			}
 		}
 	}
-	return s
+	if longest == 0 {
+		return s
+	}
+	return s[:len(s)-longest] + Mark
 }
 
 // URL is rawURL for a message: its scheme, host and path only, never its

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Options configures New. Zero values are documented defaults.
@@ -134,15 +136,23 @@ func (o *Options) baseURL() (string, error) {
 		// included.
 		return "", fmt.Errorf("%w: Options.Address is not host:port nor an http:// URL", ErrInvalidOptions)
 	}
+	if redact.StrayAt(raw) {
+		// Most often a password holding a / or #: net/url reads its
+		// start as a port and the rest as a path; none of it is quoted.
+		return "", fmt.Errorf("%w: Options.Address has an @ after its host (user information whose password holds a /, ? or #?): give the server's root, host:port, and the token as Options.Token", ErrInvalidOptions)
+	}
+	// Messages quote the scheme and host only: a path, query or fragment
+	// may hold a token, and the user information a password.
+	where := fmt.Sprintf("%q", u.Scheme+"://"+u.Host)
 	switch {
 	case u.User != nil:
-		return "", fmt.Errorf("%w: Options.Address %s has user information: give the token as Options.Token instead", ErrInvalidOptions, u.Redacted())
+		return "", fmt.Errorf("%w: Options.Address has user information: give the token as Options.Token instead", ErrInvalidOptions)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("%w: Options.Address %s: the scheme is %q; the record API is http:// (or https:// behind a proxy)", ErrInvalidOptions, u.Redacted(), u.Scheme)
+		return "", fmt.Errorf("%w: Options.Address's scheme is %q; the record API is http:// (or https:// behind a proxy)", ErrInvalidOptions, u.Scheme)
 	case u.Host == "" || u.Hostname() == "":
-		return "", fmt.Errorf("%w: Options.Address %s has no host: give host:port, e.g. 127.0.0.1:9464", ErrInvalidOptions, u.Redacted())
-	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("%w: Options.Address %s has a path or query: give the server's root, host:port", ErrInvalidOptions, u.Redacted())
+		return "", fmt.Errorf("%w: Options.Address has no host: give host:port, e.g. 127.0.0.1:9464", ErrInvalidOptions)
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Errorf("%w: Options.Address %s has a path, query or fragment after its host (not quoted: it may hold a token): give the server's root, host:port", ErrInvalidOptions, where)
 	}
 	return u.Scheme + "://" + u.Host, nil
 }

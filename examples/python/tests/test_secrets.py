@@ -92,6 +92,53 @@ class SecretsTest(unittest.TestCase):
                 out = cm._bounded(whole[:end], cm.MAX_ERROR_TEXT, (self.token,), end < len(whole))
                 self.assertIsNone(leaked(out, self.token), "offset %d, cut at %d: %r (COVMIRROR_SEED=%d)" % (off, end, out, SEED))
 
+    def test_encoded_token_never_leaks(self):
+        """A token holding the characters JSON and percent-encoding rewrite,
+        echoed encoded (JSON string contents with either case of \\u hex, a
+        query's or a path's percent-encoding) at every offset around the
+        200-byte cut of a text that is itself cut: no piece of it, decoded or
+        encoded, of 8 bytes or more."""
+        import json
+        import re
+        import urllib.parse
+        tok = list(self.token)
+        for i in range(3, len(tok), 6):
+            tok[i] = self.r.choice('"\\<>&+/= ;')
+        tok = "".join(tok)
+        go_json = lambda s: json.dumps(s)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        forms = [json.dumps(s)[1:-1] for s in (tok,)] + [go_json(tok), re.sub(r"\\u00[0-9a-f]{2}", lambda m: m.group(0)[:2] + m.group(0)[2:].upper(), go_json(tok)),
+                                                      urllib.parse.quote_plus(tok), urllib.parse.quote(tok, safe=""), re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote_plus(tok))]
+        text = "x " * 200
+        for enc in forms:
+            for wrap in ('{"headers":{"Authorization":["Bearer %s"]}}', "echo %s end"):
+                piece = wrap % enc
+                for off in range(0, 260):
+                    whole = text[:off] + piece + text
+                    for end in (len(whole), 250, 300):
+                        out = cm._bounded(whole[:end], cm.MAX_ERROR_TEXT, (tok,), end < len(whole))
+                        for form in (tok, enc):
+                            self.assertIsNone(leaked(out, form), "encoded %r at offset %d, cut at %d: %r (COVMIRROR_SEED=%d)" % (enc, off, end, out, SEED))
+
+    def test_error_answer_fields_that_are_not_text(self):
+        """An error answer whose error, rule or entry is not what the API
+        gives (an object, a list, a string) echoing the request: no piece of
+        the token in the exception, and the exception is the client's."""
+        import json
+        c = cm.Client(self.url, token=self.token, max_attempts=1)
+        self.srv.status = 400
+        for doc in ({"error": {"Authorization": "Bearer " + self.token}},
+                    {"error": "refused", "rule": ["Bearer " + self.token]},
+                    {"error": "refused", "rule": {"h": self.token}},
+                    {"error": "refused", "entry": "Bearer " + self.token},
+                    {"error": ["x", {"t": self.token}], "entry": 1.5}):
+            self.srv.body = json.dumps(doc).encode()
+            with self.assertRaises(cm.CovmirrorError) as cx:
+                c.gaps()
+            for text in (str(cx.exception), repr(cx.exception.body), repr(cx.exception.error), repr(cx.exception.rule)):
+                self.assertIsNone(leaked(text, self.token), "answer %r: the token in %r (COVMIRROR_SEED=%d)" % (doc, text, SEED))
+        self.srv.body = None
+        c.close()
+
     def test_success_answer_is_bounded(self):
         """A 2xx past max_answer raises BadAnswer after one request: not
         decoded, not retried; past the default, 64 MiB, too."""
