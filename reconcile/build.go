@@ -84,7 +84,7 @@ func build(c Config, opts BuildOptions, out *Checkers) (Checker, error) {
 	env := func(key, name string) (string, error) {
 		v, ok := opts.LookupEnv(name)
 		if !ok || strings.TrimSpace(v) == "" {
-			return "", fmt.Errorf("%s.%s.%s names the environment variable %s, which is unset or empty: export it before running", ConfigPrefix, c.Sink, key, name)
+			return "", fmt.Errorf("%s names the environment variable %q, which is unset or empty: export it before running", configKey(c.Sink, key), name)
 		}
 		return v, nil
 	}

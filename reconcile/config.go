@@ -77,12 +77,12 @@ func AddConfigEntry(entries map[string]string, kv string) error {
 	// The sink and the key are their exact bytes: " lake" is another
 	// sink, never trimmed into "lake".
 	sink, key := k[:i], k[i+1:]
-	name := ConfigPrefix + "." + sink + "." + key
+	name := configKey(sink, key)
 	if err := (coverage.Destination{Sink: sink, Topic: "t"}).Validate(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if use, secret := secretKeys[key]; secret {
-		return fmt.Errorf("%s: a credential is never written in the configuration (files are copied, committed and printed): put it in an environment variable and name the variable with %s.%s.%s", name, ConfigPrefix, sink, use)
+		return fmt.Errorf("%s: a credential is never written in the configuration (files are copied, committed and printed): put it in an environment variable and name the variable with %s", name, configKey(sink, use))
 	}
 	if !slices.Contains(allKeys(), key) {
 		return fmt.Errorf("%s: unknown key %q: a checker's keys are %s", name, key, strings.Join(allKeys(), ", "))
@@ -93,6 +93,17 @@ func AddConfigEntry(entries map[string]string, kv string) error {
 	}
 	entries[entry] = strings.TrimSpace(v)
 	return nil
+}
+
+// configKey is the configuration key reconcile.SINK.KEY as printed: as it
+// is where every byte is a plain printable one, quoted where a sink name
+// holds a space at an end or a character a terminal would act on.
+func configKey(sink, key string) string {
+	k := ConfigPrefix + "." + sink + "." + key
+	if q := strconv.Quote(k); q[1:len(q)-1] != k || strings.TrimSpace(k) != k || strings.Contains(k, " ") {
+		return q
+	}
+	return k
 }
 
 // redactEntry is an entry with its value left out: a malformed entry may
@@ -119,7 +130,7 @@ func ParseConfig(entries map[string]string) ([]Config, error) {
 	for entry, v := range entries {
 		i := strings.LastIndexByte(entry, '.')
 		if i <= 0 {
-			return nil, fmt.Errorf("%s.%s: not SINK.KEY", ConfigPrefix, entry)
+			return nil, fmt.Errorf("%q: not %s.SINK.KEY", ConfigPrefix+"."+entry, ConfigPrefix)
 		}
 		sink, key := entry[:i], entry[i+1:]
 		if bySink[sink] == nil {
@@ -139,7 +150,7 @@ func ParseConfig(entries map[string]string) ([]Config, error) {
 }
 
 func parseSink(sink string, kv map[string]string) (Config, error) {
-	name := func(key string) string { return ConfigPrefix + "." + sink + "." + key }
+	name := func(key string) string { return configKey(sink, key) }
 	c := Config{Sink: sink, Kind: kv["kind"]}
 	allowed, ok := keysOf[c.Kind]
 	if !ok {
@@ -170,7 +181,7 @@ func parseSink(sink string, kv map[string]string) (Config, error) {
 // Validate reports a Config no checker can be built from, naming the sink
 // and the key.
 func (c *Config) Validate() error {
-	name := func(key string) string { return ConfigPrefix + "." + c.Sink + "." + key }
+	name := func(key string) string { return configKey(c.Sink, key) }
 	missing := func(key, what string) error {
 		return fmt.Errorf("%s is missing: a %s checker needs %s", name(key), c.Kind, what)
 	}

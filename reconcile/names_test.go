@@ -1,6 +1,9 @@
 package reconcile
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestConfigSinkNamesAreExact: a checker entry's sink is its exact bytes
 // (" lake" and "lake " are other sinks than "lake", never trimmed into it),
@@ -19,5 +22,27 @@ func TestConfigSinkNamesAreExact(t *testing.T) {
 	}
 	if err := AddConfigEntry(map[string]string{}, "lake. kind=sql"); err == nil {
 		t.Fatal(`key " kind" was taken as "kind"`)
+	}
+}
+
+// TestConfigKeysPrintedSafely: a sink name with a terminal's escape or an
+// outer space is printed quoted in every configuration error, never raw.
+func TestConfigKeysPrintedSafely(t *testing.T) {
+	for _, sink := range []string{"a\x1b[2J", " lake", "lake ", "la ke"} {
+		for _, kv := range []string{sink + ".kind = nope", sink + ".dsn = x", sink + ".bogus = 1"} {
+			err := AddConfigEntry(map[string]string{}, kv)
+			if err == nil {
+				entries := map[string]string{}
+				_ = AddConfigEntry(entries, kv)
+				_, err = ParseConfig(entries)
+			}
+			if err == nil {
+				t.Errorf("%q accepted", kv)
+				continue
+			}
+			if strings.Contains(err.Error(), "reconcile."+sink+".") {
+				t.Errorf("%q: the error prints the sink name raw: %v", kv, err)
+			}
+		}
 	}
 }

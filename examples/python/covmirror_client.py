@@ -34,7 +34,8 @@ The semantics are those of the Go client (package sidecar/client):
   shortened.
 - Every answer read is bounded: a successful one by max_answer (64 MiB by
   default; past it BadAnswer, not retried), an error answer at 64 KiB, of
-  which the message keeps the first 200 bytes.
+  which the message keeps the first 200 bytes; and in time, by the
+  attempt's timeout, however slowly the server sends it.
 
 Every error answer raises a CovmirrorError with the server's JSON error:
 its status, message, rule, the entry at fault for a refused record batch
@@ -237,6 +238,26 @@ def _check_text(what, value, entry=None):
                               "rule": "invalid-utf8", "entry": entry}) from None
 
 
+def _read_within(conn, resp, n, deadline):
+    """Up to n bytes of resp's body, by deadline (time.monotonic()): each
+    read waits at most the time left, so a server that trickles its answer
+    a byte at a time still ends the attempt by its timeout (TimeoutError,
+    retried as any transport error)."""
+    chunks, got = [], 0
+    while got < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer was not read whole within the attempt's timeout")
+        if conn.sock is not None:
+            conn.sock.settimeout(left)
+        b = resp.read1(min(1 << 16, n - got))
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
 class Client:
     """The record API over TCP (url) or a Unix socket (socket).
 
@@ -293,9 +314,10 @@ class Client:
             self._conn = self._connect()
         try:
             self._conn.request(method, path, body=body, headers=headers)
+            deadline = time.monotonic() + self._timeout
             resp = self._conn.getresponse()
             bound = self._max_answer if 200 <= resp.status < 300 else MAX_ERROR_BODY
-            data = resp.read(bound + 1)
+            data = _read_within(self._conn, resp, bound + 1, deadline)
         except BaseException:
             self.close()
             raise

@@ -6,6 +6,7 @@ import http.server
 import os
 import random
 import threading
+import time
 import unittest
 
 import covmirror_client as cm
@@ -153,6 +154,44 @@ class SecretsTest(unittest.TestCase):
             self.assertEqual(self.srv.requests, 1, "an answer past the bound was asked again")
             c.close()
         self.srv.body = None
+
+
+    def test_trickled_answer_ends_by_the_timeout(self):
+        """A 2xx sent a few bytes at a time, each well within the socket
+        timeout, is cut off by the attempt's timeout (Unavailable after
+        max_attempts), never read for as long as the server likes."""
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TrickleHandler)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        try:
+            c = cm.Client("http://127.0.0.1:%d" % srv.server_address[1], timeout=0.5, max_attempts=2, min_wait=0, max_wait=0)
+            with self.assertRaises(cm.Unavailable):
+                c.get_position("files", 0)
+            c.close()
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+
+class _TrickleHandler(http.server.BaseHTTPRequestHandler):
+    """A JSON answer of 400 bytes, 4 bytes every 50 ms: 5 s in all."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = b'{"found": false, "pad": "' + b"p" * 372 + b'"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for i in range(0, len(body), 4):
+                self.wfile.write(body[i:i + 4])
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":
