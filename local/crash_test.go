@@ -189,16 +189,22 @@ func TestCrashKilledChildNeverOverClaims(t *testing.T) {
 	if testing.Short() {
 		kills = 10
 	}
+	held := false
 	for i := range kills {
 		child := childproc.Start(t, "crash", crashDirEnv+"="+dir, crashLogEnv+"="+logPath,
 			crashSeedEnv+"="+strconv.FormatUint(r.Uint64(), 10), crashSyncEnv+"="+strconv.Itoa(i%2))
 		child.KillAfter(t, time.Duration(30+r.IntN(300))*time.Millisecond, fmt.Sprintf("kill %d", i))
 		log.update(t)
-		checkAfterKill(t, i, dir, log)
+		held = checkAfterKill(t, i, dir, log) || held
+	}
+	// A child slow to start (a loaded machine) may be killed before its
+	// first record a few times; over all the kills it must have recorded.
+	if !held {
+		t.Fatalf("the store was empty after each of %d kills: the children never got to record, so nothing was tested", kills)
 	}
 }
 
-func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) {
+func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) (held bool) {
 	t.Helper()
 	s, err := Open(Options{Dir: dir})
 	if err != nil {
@@ -224,7 +230,5 @@ func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) {
 			t.Fatalf("kill %d: %s has %v checkpointed but not covered", kill, d, over.String())
 		}
 	}
-	if kill > 0 && len(s.dests) == 0 {
-		t.Fatalf("kill %d: the store is empty after %d runs", kill, kill+1)
-	}
+	return len(s.dests) > 0
 }

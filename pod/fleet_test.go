@@ -22,6 +22,9 @@ import (
 // scrape is a pod's /metrics (on its metrics listener) as series -> value.
 func scrape(t *testing.T, p *pod.Pod) map[string]float64 {
 	t.Helper()
+	if p.MetricsAddr() == nil {
+		t.Fatal("the pod has no metrics listener: start it with Options.MetricsAddr")
+	}
 	resp, err := http.Get("http://" + p.MetricsAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)

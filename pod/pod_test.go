@@ -22,7 +22,7 @@ func TestRecordThenShutdown(t *testing.T) {
 	ts := tier.Settings{State: state, Writer: "test"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", Interval: time.Hour})
+	p, err := pod.Start(ctx, pod.Options{Tier: ts, Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
