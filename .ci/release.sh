@@ -13,7 +13,15 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 CYCLONEDX=${CYCLONEDX:-github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0}
-VERSION=${VERSION:-$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dev)}
+if [ -z "${VERSION:-}" ]; then
+  VERSION=$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dev)
+  # Uncommitted changes (as for go build's vcs.modified, untracked files
+  # too: a package may compile them) are not the commit the binary names:
+  # say so in the version (-dirty, not +dirty: it is the image's tag too).
+  if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
+    VERSION=$VERSION-dirty
+  fi
+fi
 COMMIT=${COMMIT:-$(git rev-parse HEAD)}
 DATE=${DATE:-$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ)}
 # The copies check builds from have no .git: they take these from here.
