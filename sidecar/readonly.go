@@ -103,12 +103,12 @@ func (s *ReadOnly) Handler() http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			plain(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: this listener is read-only (GET and HEAD of %s); the record API is on serve's --addr and --socket", r.Method, truncate(r.URL.Path), strings.Join(ReadOnlyPaths, ", ")))
+			plain(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %q: this listener is read-only (GET and HEAD of %s); the record API is on serve's --addr and --socket", r.Method, truncate(r.URL.Path), strings.Join(ReadOnlyPaths, ", ")))
 			return
 		}
 		metrics := r.URL.Path == "/metrics"
 		if !metrics && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
-			plain(w, http.StatusNotFound, fmt.Sprintf("no path %s: this listener serves %s", truncate(r.URL.Path), strings.Join(ReadOnlyPaths, ", ")))
+			plain(w, http.StatusNotFound, fmt.Sprintf("no path %q: this listener serves %s", truncate(r.URL.Path), strings.Join(ReadOnlyPaths, ", ")))
 			return
 		}
 		withToken := metrics && s.opts.Token != ""
