@@ -283,6 +283,11 @@ def _sinks(sinks):
     """sinks as the API's query parameter: names separated by commas."""
     if isinstance(sinks, str):
         raise ValueError("sinks is a list of sink names, not a string")
+    for s in sinks or ():
+        # The parameter separates names by commas: "lake,eu" would be
+        # asked as the sinks "lake" and "eu".
+        if "," in s:
+            raise ValueError("sink name %r holds a comma: the API's sinks parameter separates names by commas, so it cannot be asked for; nothing was sent" % (s,))
     return ",".join(sinks) if sinks else None  # none: serve's --sinks
 
 

@@ -174,6 +174,18 @@ class SecretsTest(unittest.TestCase):
             srv.server_close()
 
 
+    def test_sink_with_a_comma_is_refused(self):
+        """A sink name holding a comma is refused before sending: the API's
+        sinks parameter separates names by commas, so "lake,eu" would be
+        asked as the sinks "lake" and "eu"."""
+        self.srv.requests = 0
+        c = cm.Client(self.url, max_attempts=1)
+        for call in (lambda: c.gaps(sinks=["lake,eu"]), lambda: c.plan(sinks=["raw", "lake,eu"])):
+            with self.assertRaises(ValueError):
+                call()
+        self.assertEqual(self.srv.requests, 0, "a request was sent")
+        c.close()
+
     def test_trickled_headers_and_trailers_end_by_the_timeout(self):
         """An answer whose header line, chunk size line or trailer is sent
         a few bytes at a time (10 s in all), each within the socket
