@@ -111,9 +111,14 @@ func probeTemplate(template string) string {
 // shownTemplate is a template for an error: quoted, redacted, and never
 // echoed when it does not parse or holds user information (url.Parse's
 // error would quote it whole, password included).
+// Its query and fragment are not shown either: a service's key may be
+// there (?code=, ?sig=), in a form no shape of internal/redact knows.
 func shownTemplate(template string) string {
 	if u, err := url.Parse(probeTemplate(template)); err != nil || u.User != nil || strings.Contains(template, "@") {
 		return redact.URL(template)
+	}
+	if i := strings.IndexAny(template, "?#"); i >= 0 {
+		return strconv.Quote(redact.Text(template[:i], false)) + " (its query not shown)"
 	}
 	return strconv.Quote(redact.Text(template, false))
 }

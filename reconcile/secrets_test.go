@@ -83,3 +83,41 @@ func TestHTTPStatusControlCharacters(t *testing.T) {
 		t.Fatalf("Held: %v: the status text's control characters are printed raw", err)
 	}
 }
+
+// TestHTTPQueryKeyNeverPrinted: a service's key in the template's query
+// (Azure Functions' ?code=, a signature's ?sig=), in a form no shape of a
+// credential matches, is in no error: neither NewHTTP's refusal of the
+// template nor a request that fails on the transport (net/http's error
+// quotes the URL whole).
+func TestHTTPQueryKeyNeverPrinted(t *testing.T) {
+	seed := testseed.Seed(t)
+	r := rand.New(rand.NewPCG(seed, 0))
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	key := make([]byte, 24+r.IntN(16))
+	for i := range key {
+		key[i] = letters[r.IntN(len(letters))]
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused from now on: the request fails on the transport
+	for _, param := range []string{"code", "sig", "key", "X-Amz-Signature"} {
+		query := "?" + param + "=" + string(key) + "&start={start}&end={end}&p={partition}"
+		_, refused := reconcile.NewHTTP("http://{topic}.example/held"+query, reconcile.HTTPOptions{})
+		chk, err := reconcile.NewHTTP("http://"+addr+"/held/{topic}"+query, reconcile.HTTPOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, failed := chk.Held(context.Background(), coverage.Destination{Sink: "lake", Topic: "orders"}, []coverage.Range{{Start: 0, End: 10}})
+		for what, err := range map[string]error{"NewHTTP's refusal": refused, "Held on a refused connection": failed} {
+			if err == nil {
+				t.Fatalf("%s: no error", what)
+			}
+			if p, bad := leaked(err.Error(), string(key)); bad {
+				t.Fatalf("%s: %q of the key in ?%s= is in the error: %v\n%s", what, p, param, err, testseed.Replay(t, seed))
+			}
+		}
+	}
+}

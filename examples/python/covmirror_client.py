@@ -48,6 +48,7 @@ does not match).
 """
 
 import http.client
+import io
 import json
 import logging
 import random
@@ -191,7 +192,82 @@ def _error_class(status):
     return BadAnswer
 
 
-class _UnixConnection(http.client.HTTPConnection):
+class _DeadlineSocket:
+    """A connected socket whose every send and receive waits at most the
+    time left to deadline (time.monotonic(); None: the socket's timeout
+    alone). http.client reads a status line, each header, a chunk's size
+    line and a trailer a recv at a time under the socket's timeout, which
+    restarts at every byte: a server that trickles them, or sends trailer
+    lines without end, would hold the attempt for as long as it likes."""
+
+    def __init__(self, sock):
+        self._sock, self.deadline = sock, None
+        self._files, self._closed = 0, False
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+    def _arm(self):
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the answer was not read whole within the attempt's timeout")
+            self._sock.settimeout(left)
+
+    def sendall(self, data, *args):
+        self._arm()
+        return self._sock.sendall(data, *args)
+
+    def makefile(self, mode="rb", *args, **kwargs):
+        self._files += 1
+        return io.BufferedReader(_DeadlineReader(self))
+
+    def close(self):
+        # As a socket does: closed once its files are (http.client closes
+        # the connection's socket before a Connection: close answer is read).
+        self._closed = True
+        if self._files == 0:
+            self._sock.close()
+
+    def _file_closed(self):
+        self._files -= 1
+        if self._closed and self._files == 0:
+            self._sock.close()
+
+
+class _DeadlineReader(io.RawIOBase):
+    def __init__(self, sock):
+        super().__init__()
+        self._s = sock
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        self._s._arm()
+        return self._s._sock.recv_into(b)
+
+    def close(self):
+        if not self.closed:
+            self._s._file_closed()
+        super().close()
+
+
+class _Connection(http.client.HTTPConnection):
+    """HTTPConnection whose socket is a _DeadlineSocket: set_deadline bounds
+    the whole of the next request and its answer, headers included."""
+
+    def connect(self):
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock)
+
+    def set_deadline(self, deadline):
+        if self.sock is None:
+            self.connect()
+        self.sock.deadline = deadline
+
+
+class _UnixConnection(_Connection):
     def __init__(self, path, timeout):
         super().__init__("localhost", timeout=timeout)
         self._path = path
@@ -200,13 +276,18 @@ class _UnixConnection(http.client.HTTPConnection):
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         s.settimeout(self.timeout)
         s.connect(self._path)
-        self.sock = s
+        self.sock = _DeadlineSocket(s)
 
 
 def _sinks(sinks):
     """sinks as the API's query parameter: names separated by commas."""
     if isinstance(sinks, str):
         raise ValueError("sinks is a list of sink names, not a string")
+    for s in sinks or ():
+        # The parameter separates names by commas: "lake,eu" would be
+        # asked as the sinks "lake" and "eu".
+        if "," in s:
+            raise ValueError("sink name %r holds a comma: the API's sinks parameter separates names by commas, so it cannot be asked for; nothing was sent" % (s,))
     return ",".join(sinks) if sinks else None  # none: serve's --sinks
 
 
@@ -291,7 +372,7 @@ class Client:
             if u.scheme != "http" or not u.hostname or u.username or u.password or u.path not in ("", "/") or u.query:
                 # Never the url itself: it could hold a password.
                 raise ValueError("url must be http://host:port, the server's root (serve's --addr)")
-            self._connect = lambda: http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+            self._connect = lambda: _Connection(u.hostname, u.port or 80, timeout=timeout)
         self._conn = None
 
     def close(self):
@@ -312,13 +393,19 @@ class Client:
         was more, and the connection, holding the rest, is closed."""
         if self._conn is None:
             self._conn = self._connect()
+        resp = None
         try:
-            self._conn.request(method, path, body=body, headers=headers)
+            # One deadline for the request and the whole answer, its
+            # headers and a chunked body's trailer included.
             deadline = time.monotonic() + self._timeout
+            self._conn.set_deadline(deadline)
+            self._conn.request(method, path, body=body, headers=headers)
             resp = self._conn.getresponse()
             bound = self._max_answer if 200 <= resp.status < 300 else MAX_ERROR_BODY
             data = _read_within(self._conn, resp, bound + 1, deadline)
         except BaseException:
+            if resp is not None:
+                resp.close()  # its file holds the socket open
             self.close()
             raise
         cut = len(data) > bound

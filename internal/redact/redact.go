@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -223,13 +224,23 @@ func Status(status string) string {
 }
 
 // Error is err with its message redacted as Text redacts (nil for nil): a
-// driver's or net/http's error may quote a URL, a DSN or an answer. It
+// driver's or net/http's error may quote a URL, a DSN or an answer. The
+// URL of a *url.Error in err (net/http's, which quotes the request's URL
+// whole) is shown as URL shows it: no query or fragment, where a service's
+// key or a signature may be (?code=, ?sig=) in a form no shape knows. It
 // still wraps err, so that errors.Is finds a timeout or a sentinel.
 func Error(err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
-	msg := Text(err.Error(), false, secrets...)
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL != "" {
+		shown := URL(ue.URL)
+		msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(shown))
+		msg = strings.ReplaceAll(msg, ue.URL, shown)
+	}
+	msg = Text(msg, false, secrets...)
 	if msg == err.Error() {
 		return err
 	}

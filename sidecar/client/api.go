@@ -118,7 +118,21 @@ type GapsQuery struct {
 	Extents []coverage.Extent
 }
 
-func (q GapsQuery) request() (url.Values, []byte, string, error) {
+// request is q as the API takes it at path: its query, body and method.
+// A sink name holding a comma is refused (Status 0, rule query): the
+// API's sinks parameter separates names by commas, and "lake,eu" would be
+// asked as the sinks "lake" and "eu".
+func (q GapsQuery) request(path string) (url.Values, []byte, string, error) {
+	method := http.MethodGet
+	if q.Extents != nil {
+		method = http.MethodPost
+	}
+	for i, s := range q.Sinks {
+		if strings.Contains(s, ",") {
+			return nil, nil, method, &Error{Route: method + " " + path, Rule: "query", Entry: -1, Recorded: -1,
+				Message: fmt.Sprintf("Sinks[%d], %q, holds a comma: the API's sinks parameter separates names by commas, so it cannot be asked for (leave it to the sinks with rows, or to serve's --sinks); nothing was sent", i, s)}
+		}
+	}
 	v := q.query()
 	if q.Reference != "" {
 		v.Set("reference", q.Reference)
@@ -127,18 +141,21 @@ func (q GapsQuery) request() (url.Values, []byte, string, error) {
 		v.Set("sinks", strings.Join(q.Sinks, ","))
 	}
 	if q.Extents == nil {
-		return v, nil, http.MethodGet, nil
+		return v, nil, method, nil
 	}
 	body, err := json.Marshal(q.Extents)
-	return v, body, http.MethodPost, err
+	if err != nil {
+		return nil, nil, method, fmt.Errorf("covmirror client: %s %s: encoding the extents: %w", method, path, err)
+	}
+	return v, body, method, nil
 }
 
 // Gaps are the committed gaps (GET or, with Extents, POST /v1/gaps), each
 // with its kind.
 func (c *Client) Gaps(ctx context.Context, q GapsQuery) ([]Gap, error) {
-	v, body, method, err := q.request()
+	v, body, method, err := q.request("/v1/gaps")
 	if err != nil {
-		return nil, fmt.Errorf("covmirror client: %s /v1/gaps: encoding the extents: %w", method, err)
+		return nil, err
 	}
 	var gaps []Gap
 	if err := c.call(ctx, method, "/v1/gaps", v, body, &gaps, nil); err != nil {
@@ -171,9 +188,9 @@ type Plan struct {
 // replay each replay task and record it after the sink's ack; checkpoint;
 // plan again until the plan is empty.
 func (c *Client) Plan(ctx context.Context, q PlanQuery) (Plan, error) {
-	v, body, method, err := q.request()
+	v, body, method, err := q.request("/v1/plan")
 	if err != nil {
-		return Plan{}, fmt.Errorf("covmirror client: %s /v1/plan: encoding the extents: %w", method, err)
+		return Plan{}, err
 	}
 	if q.MaxBatches > 0 {
 		v.Set("max_batches", strconv.FormatUint(q.MaxBatches, 10))

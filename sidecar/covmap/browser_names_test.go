@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -21,6 +22,13 @@ var spacedTopics = map[string]string{"orders": "", "orders ": "40-100", " orders
 // spacedHandler is a map over spacedTopics, committed.
 func spacedHandler(t *testing.T) *httptest.Server {
 	t.Helper()
+	return namesHandler(t, map[string]uint64{"orders": 100, "orders ": 40, " orders": 70})
+}
+
+// namesHandler is a map over the topics of lakeEnd, committed: raw holds
+// [0,100) of each, lake [0,end).
+func namesHandler(t *testing.T, lakeEnd map[string]uint64) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	table := tabletest.EmbeddedTable(t)
 	store, err := local.Open(local.Options{Dir: t.TempDir()})
@@ -32,7 +40,6 @@ func spacedHandler(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	lakeEnd := map[string]uint64{"orders": 100, "orders ": 40, " orders": 70}
 	for topic, end := range lakeEnd {
 		for sink, r := range map[string]coverage.Range{"raw": {Start: 0, End: 100}, "lake": {Start: 0, End: end}} {
 			if err := m.Record(ctx, coverage.Destination{Sink: sink, Topic: topic}, r); err != nil {
@@ -121,4 +128,33 @@ func jsString(s string) string {
 		}
 	}
 	return q + `"`
+}
+
+// TestBrowserDrillsIntoLineBreakNames: a topic may hold a CR (only NUL is
+// refused); written raw in an attribute, the HTML parser would read
+// "orders\r" as "orders\n", and a click on the one would show the other's
+// gaps. Each row is found by its exact name and drills into it.
+func TestBrowserDrillsIntoLineBreakNames(t *testing.T) {
+	gaps := map[string]string{"orders\r": "40-100", "orders\n": "70-100", "orders\r\n": "20-100"}
+	srv := namesHandler(t, map[string]uint64{"orders\r": 40, "orders\n": 70, "orders\r\n": 20})
+	ctx := browser(t)
+	for topic, gap := range gaps {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#all=1")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the topics", `document.body.dataset.state === "ok" && document.querySelectorAll("tr[data-topic]").length === 3`)
+		q := strconv.Quote(topic) // a JavaScript string literal too: ASCII escapes only
+		if !evaluate[bool](t, ctx, `(function () { var r = Array.from(document.querySelectorAll("tr[data-topic]")).find(function (r) { return r.dataset.topic === `+q+`; }); if (r) r.click(); return !!r; })()`) {
+			t.Fatalf("no row is topic %q: its name was changed in the page", topic)
+		}
+		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.hash.slice(1)).get("topic") === `+q)
+		for _, b := range evaluate[[]drawnBar](t, ctx, readBars) {
+			if b.Topic != topic {
+				t.Errorf("drilled into %q: a bar of topic %q", topic, b.Topic)
+			}
+			if b.Sink == "lake" && b.Gaps != gap {
+				t.Errorf("drilled into %q: lake's gaps drawn %q, want %q", topic, b.Gaps, gap)
+			}
+		}
+	}
 }

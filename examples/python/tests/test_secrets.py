@@ -5,6 +5,7 @@ TestPythonClient (COVMIRROR_SEED sets the seed, printed on a failure)."""
 import http.server
 import os
 import random
+import socket
 import threading
 import time
 import unittest
@@ -171,6 +172,81 @@ class SecretsTest(unittest.TestCase):
         finally:
             srv.shutdown()
             srv.server_close()
+
+
+    def test_sink_with_a_comma_is_refused(self):
+        """A sink name holding a comma is refused before sending: the API's
+        sinks parameter separates names by commas, so "lake,eu" would be
+        asked as the sinks "lake" and "eu"."""
+        self.srv.requests = 0
+        c = cm.Client(self.url, max_attempts=1)
+        for call in (lambda: c.gaps(sinks=["lake,eu"]), lambda: c.plan(sinks=["raw", "lake,eu"])):
+            with self.assertRaises(ValueError):
+                call()
+        self.assertEqual(self.srv.requests, 0, "a request was sent")
+        c.close()
+
+    def test_trickled_headers_and_trailers_end_by_the_timeout(self):
+        """An answer whose header line, chunk size line or trailer is sent
+        a few bytes at a time (10 s in all), each within the socket
+        timeout, is cut off by the attempt's timeout (Unavailable), never
+        read to its end: http.client reads those parts under the socket
+        timeout alone, which restarts at every byte."""
+        for name, head, piece, tail in (
+                ("a header line", b"HTTP/1.1 200 OK\r\nX-Pad: ", b"p", b"\r\nContent-Length: 2\r\n\r\n{}"),
+                ("a chunk size line", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2", b";", b"\r\n{}\r\n0\r\n\r\n"),
+                ("trailer lines", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n", b"T: t\r\n", b"\r\n")):
+            with self.subTest(name):
+                port, answers = _raw_server(self, head, piece, tail)
+                c = cm.Client("http://127.0.0.1:%d" % port, timeout=0.5, max_attempts=1)
+                with self.assertRaises(cm.Unavailable):
+                    c.get_position("files", 0)
+                c.close()
+                t, sent = answers[0]
+                t.join()
+                self.assertFalse(sent, "the client read the trickled answer to its end, past its timeout")
+
+
+def _raw_server(test, head, piece, tail):
+    """A server that answers each request with head, then piece 200 times
+    50 ms apart, then tail: 10 s in all. Returns its port and its answers,
+    each (thread, sent): sent is set once the tail is sent, the client
+    still reading."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen()
+    test.addCleanup(ls.close)
+
+    answers = []
+
+    def answer(s, sent):
+        with s:
+            try:
+                s.recv(1 << 16)
+                s.sendall(head)
+                for _ in range(200):
+                    s.sendall(piece)
+                    time.sleep(0.05)
+                s.sendall(tail)
+                s.shutdown(socket.SHUT_WR)
+                if not s.recv(1):
+                    sent.append(True)  # the client kept reading to the end
+            except OSError:
+                pass  # the client gave up
+
+    def accept():
+        while True:
+            try:
+                s, _ = ls.accept()
+            except OSError:
+                return
+            sent = []
+            t = threading.Thread(target=answer, args=(s, sent), daemon=True)
+            answers.append((t, sent))
+            t.start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls.getsockname()[1], answers
 
 
 class _TrickleHandler(http.server.BaseHTTPRequestHandler):
