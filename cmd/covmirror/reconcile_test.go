@@ -247,7 +247,7 @@ func TestReconcileHostileConfig(t *testing.T) {
 		{"reconcile.s.kind = sql\nreconcile.s.qury = x\n", `c.conf:2: reconcile.s.qury: unknown key "qury"`},
 		{"reconcile.s.kind = ftp\n", `reconcile.s.kind: kind "ftp" is not sql, http or iceberg`},
 		{"reconcile.s.kind = sql\nreconcile.s.driver = pgx\nreconcile.s.query = SELECT 1\n", "reconcile.s.dsn-env is missing"},
-		{"reconcile.s.kind = sql\nreconcile.s.driver = pgx\nreconcile.s.query = SELECT 1\nreconcile.s.dsn-env = COVMIRROR_TEST_UNSET_DSN\n", "COVMIRROR_TEST_UNSET_DSN, which is unset or empty"},
+		{"reconcile.s.kind = sql\nreconcile.s.driver = pgx\nreconcile.s.query = SELECT 1\nreconcile.s.dsn-env = COVMIRROR_TEST_UNSET_DSN\n", `"COVMIRROR_TEST_UNSET_DSN", which is unset or empty`},
 		{"state = x\n", "no checker is configured"},
 	} {
 		path := filepath.Join(dir, "c.conf")
