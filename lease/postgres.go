@@ -36,7 +36,8 @@ func NewPostgres(url, deployment string, opts Options) (Lease, error) {
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("lease: the PostgreSQL URL: %w", err)
+		// pgx's message may quote the connection string, password and all.
+		return nil, errors.New("lease: the PostgreSQL URL does not parse (not shown: it may hold a password); give postgres://USER@HOST:PORT/DB, with the password in PGPASSWORD or a .pgpass file")
 	}
 	if deployment == "" {
 		return nil, errors.New("lease: NewPostgres: name the deployment (its schema)")

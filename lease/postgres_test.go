@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,4 +109,21 @@ func TestPostgresCloseReleases(t *testing.T) {
 		t.Fatalf("the new holder's context ended: %v", context.Cause(heldB))
 	}
 	_ = b.Close()
+}
+
+// TestPostgresBadURLHidesThePassword: a connection string pgx refuses
+// (a keyword form with a space in an unquoted password) is refused without
+// any piece of it.
+func TestPostgresBadURLHidesThePassword(t *testing.T) {
+	const secret = "Yhh8MkXMgqatxAMTuG1aZnB"
+	for _, url := range []string{"host=db user=ops password=xx " + secret + " dbname=x", "postgres://ops:x y" + secret + "@db:notaport/x"} {
+		_, err := lease.NewPostgres(url, "deploy", lease.Options{Role: "fleet", Holder: "a"})
+		if err == nil {
+			t.Errorf("%d-byte connection string accepted", len(url))
+			continue
+		}
+		if strings.Contains(err.Error(), secret[:8]) {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
 }
