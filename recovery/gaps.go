@@ -1,8 +1,10 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -20,6 +22,9 @@ type Gap struct {
 	Start     uint64   `json:"start"`
 	End       uint64   `json:"end"`
 	Kind      TaskKind `json:"kind"`
+	// Decision is, for a gap of a held kind (refused, unrecoverable,
+	// waived), the recorded decision behind it; nil otherwise.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // GapsFilter selects gaps; empty fields match everything.
@@ -37,6 +42,9 @@ type GapsFilter struct {
 	// they select nothing, they add the named sinks' gaps in topics they
 	// have no rows of. Zero value: the sinks with rows of each topic.
 	Sinks []string
+	// All lists waived gaps too. Zero value: waived gaps are left out (an
+	// operator accepted them); refused and unrecoverable ones are listed.
+	All bool
 }
 
 // CommittedGaps is the recovery plan with tasks as large as the gaps, from
@@ -45,12 +53,35 @@ type GapsFilter struct {
 // sink, topic, partition and start, of the destinations f selects: it
 // reads only the partitions f selects (PlanOptions.Select). A reference
 // without rows in a table that has rows is a *NoReferenceError, as in Plan.
+//
+// Gaps the tier's gap states hold out of the plan are listed too, with
+// their kind (refused, unrecoverable; waived with f.All) and decision, in
+// the same order: every missing batch is in exactly one gap.
 func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
-	tasks, err := Plan(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Select: f.Filter()})
+	tasks, held, err := planHeld(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Select: f.Filter()})
 	if err != nil {
 		return nil, err
 	}
-	return GapsOf(tasks, f), nil
+	return withHeld(GapsOf(tasks, f), held, f), nil
+}
+
+// withHeld merges the held gaps f selects into gaps, in sink, topic,
+// partition and start order.
+func withHeld(gaps, held []Gap, f GapsFilter) []Gap {
+	n := len(gaps)
+	for _, g := range held {
+		if (g.Kind != KindWaived || f.All) && f.Selects(coverage.Destination{Sink: g.Sink, Topic: g.Topic, Partition: g.Partition}) {
+			gaps = append(gaps, g)
+		}
+	}
+	if len(gaps) > n {
+		slices.SortStableFunc(gaps, compareGaps)
+	}
+	return gaps
+}
+
+func compareGaps(a, b Gap) int {
+	return cmp.Or(cmp.Compare(a.Sink, b.Sink), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Start, b.Start))
 }
 
 // GapsOf turns plan tasks into gaps, keeping those f selects (its Reference,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 )
 
 // TaskKind says what recovering a task means.
@@ -141,6 +142,12 @@ type PlanOptions struct {
 	// them. The plan of a selection is the whole plan's tasks of those
 	// destinations, the same ones (see Plan). Zero value: everything.
 	Select durable.Filter
+	// States are the gap states (package gapstate) that keep gaps out of
+	// the plan: a sink's refused, unrecoverable and waived batches are no
+	// task (CommittedGaps lists them), and a reopen returns them. Zero
+	// value: Plan reads them from a tier that keeps them (durable.
+	// StateStore); PlanCoverage uses none.
+	States []gapstate.Event
 }
 
 // PlanOptions' defaults.
@@ -215,9 +222,20 @@ func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error)
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	tasks, _, err := planHeld(ctx, t, opts)
+	return tasks, err
+}
+
+// planHeld is Plan, returning apart the gaps the tier's states hold out of
+// the tasks, in the order planCoverage meets them.
+func planHeld(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, []Gap, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
 	in, err := readPlan(ctx, t, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return planCoverage(in, opts)
 }
@@ -230,18 +248,20 @@ func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOpti
 	if err := validSinks(opts.Sinks); err != nil {
 		return nil, err
 	}
-	in := planInput{all: all}
+	in := planInput{all: all, states: byPartition(opts.States)}
 	if len(all) > 0 && !hasSink(all, opts.Reference) {
 		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
 	}
-	return planCoverage(in, opts)
+	tasks, _, err := planCoverage(in, opts)
+	return tasks, err
 }
 
 // planCoverage plans the partitions opts.Select selects of in.all, each
 // against every sink with rows of its topic (in.all's, in.listed's) and
 // every sink of opts.Sinks.
-// Every step is linear in in.all and the tasks (and a sort).
-func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
+// Every step is linear in in.all and the tasks (and a sort). It returns
+// the tasks and, apart, the gaps its states hold out of them.
+func planCoverage(in planInput, opts PlanOptions) ([]Task, []Gap, error) {
 	selected := partitionsOf(opts.Select)
 	keep := opts.Select.Matcher()
 	if opts.Only != nil {
@@ -269,7 +289,7 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 	}
 	extents, err := extentsByPartition(opts.Extents)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for tp := range extents {
 		if _, ok := parts[tp]; !ok && selected(coverage.Destination{Topic: tp.Topic, Partition: tp.Partition}) {
@@ -288,12 +308,12 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 		ref := cmp.Or(p.ref, none)
 		d := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
 		if err := d.Validate(); err != nil {
-			return nil, coverage.DestinationError("plan", d, err)
+			return nil, nil, coverage.DestinationError("plan", d, err)
 		}
 		if keep(d) {
 			holes, err := ReferenceHoles(ref, p.hull, extents[tp])
 			if err != nil {
-				return nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
+				return nil, nil, fmt.Errorf("recovery: plan %s: source extent [%d,%d): %w", d, extents[tp].Start, extents[tp].End, err)
 			}
 			bySink[d.Sink] = appendGapTasks(bySink[d.Sink], d, KindVerifyReference, &holes)
 		}
@@ -309,6 +329,7 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 			}
 			covered := cmp.Or(in.all[target], none)
 			gaps := coverage.Gaps(ref, covered)
+			gaps = in.hold(target, opts.Reference, covered, &gaps)
 			bySink[sink] = appendGapTasks(bySink[sink], target, KindReplay, &gaps)
 		}
 	}
@@ -318,7 +339,8 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, error) {
 	}
 	// One task per gap so far, bounded by the table's rows; only now, in
 	// order, are they cut to MaxBatches, up to MaxTasks.
-	return cut(tasks, opts.MaxBatches, opts.MaxTasks)
+	tasks, err = cut(tasks, opts.MaxBatches, opts.MaxTasks)
+	return tasks, in.held, err
 }
 
 func compareTopicPartition(a, b TopicPartition) int { return a.Compare(b) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 )
 
 // SinkLister is the optional capability of a durable.Tier, found by type
@@ -37,6 +38,10 @@ type planInput struct {
 	// seen are the sinks other than the reference with rows in all of each
 	// topic, as planCoverage's pass over all meets them.
 	seen map[string]map[string]struct{}
+	// states are the gap states of the partitions read (nil: none), and
+	// held the gaps they keep out of the plan, as planCoverage finds them.
+	states map[TopicPartition][]gapstate.Event
+	held   []Gap
 }
 
 // addSink notes d's sink as one of its topic's.
@@ -122,7 +127,12 @@ func readPlan(ctx context.Context, t durable.Tier, opts PlanOptions) (planInput,
 	if err != nil {
 		return planInput{}, fmt.Errorf("recovery: plan: %w", err)
 	}
-	in := planInput{all: all, listed: listed}
+	in := planInput{all: all, listed: listed, states: byPartition(opts.States)}
+	if opts.States == nil {
+		if in.states, err = readStates(ctx, t, read); err != nil {
+			return planInput{}, err
+		}
+	}
 	if len(all) == 0 || hasSink(all, opts.Reference) {
 		return in, nil
 	}

@@ -165,11 +165,12 @@ func orNothing(s []string) string {
 // only what lies below them.
 func TestLayering(t *testing.T) {
 	only(t, "coverage", "internal/wirejson")
-	only(t, "durable", "coverage")
+	only(t, "gapstate", "coverage")
+	only(t, "durable", "coverage", "gapstate")
 	// internal/backoff is the retry schedule the tiers share, no tier.
-	only(t, "mirror", "coverage", "durable", "local", "internal/backoff")
-	only(t, "recovery", "coverage", "durable")
-	only(t, "reconcile", "coverage", "durable", "recovery", "internal/wirejson", "internal/redact")
+	only(t, "mirror", "coverage", "durable", "gapstate", "local", "internal/backoff")
+	only(t, "recovery", "coverage", "durable", "gapstate")
+	only(t, "reconcile", "coverage", "durable", "gapstate", "recovery", "internal/wirejson", "internal/redact")
 	// internal/redact is the one redaction every surface prints through:
 	// the standard library only.
 	only(t, "internal/redact")
