@@ -59,10 +59,12 @@ var ErrInvalidEvent = errors.New("gapstate: invalid event")
 type Event struct {
 	// ID names the event uniquely; tiers keep one copy per ID, so a
 	// retried write changes nothing. NewID makes one.
-	ID          string               `json:"id"`
-	Destination coverage.Destination `json:"destination"`
-	Range       coverage.Range       `json:"range"`
-	State       State                `json:"state"`
+	ID string `json:"id"`
+	// Destination and Range are embedded so that an event's JSON is flat:
+	// {"id","sink","topic","partition","start","end","state","reason","by","at"}.
+	coverage.Destination
+	coverage.Range
+	State State `json:"state"`
 	// Reason says why, as the sink's error or the operator's words.
 	// Required.
 	Reason string `json:"reason"`
@@ -85,7 +87,7 @@ func NewID() string {
 // reason or decider, free text that is not UTF-8 or holds control
 // characters other than tab and newline in a reason, a zero time, or an ID
 // that is not 1 to 64 letters, digits, '-' or '_'.
-func (e *Event) Validate() error {
+func (e Event) Validate() error {
 	if err := coverage.ValidateRecord(e.Destination, e.Range); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}

@@ -1,6 +1,7 @@
 package gapstate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -179,5 +180,21 @@ func TestValidate(t *testing.T) {
 		if err := e.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestEventJSONIsFlat(t *testing.T) {
+	e := Event{ID: "a", Destination: sink, Range: coverage.Range{Start: 1, End: 2}, State: Refused, Reason: "400", By: "pod-0", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"a","sink":"lake","topic":"orders","partition":3,"start":1,"end":2,"state":"refused","reason":"400","by":"pod-0","at":"2026-01-01T00:00:00Z"}`
+	if string(b) != want {
+		t.Fatalf("event JSON\n%s\nwant\n%s", b, want)
+	}
+	var back Event
+	if err := json.Unmarshal(b, &back); err != nil || back != e {
+		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
