@@ -337,3 +337,6 @@ func (m *Mirror) Close() error {
 	syncErr := m.Sync(ctx)
 	return errors.Join(syncErr, m.opts.Local.Close())
 }
+
+// Writer is the name this pod writes under (Options.Writer).
+func (m *Mirror) Writer() string { return m.opts.Writer }

@@ -155,8 +155,16 @@ func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Valu
 // gaps is GET|POST /v1/gaps: the committed gaps, as `covmirror gaps
 // --json`.
 func (s *Server) gaps(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.recoveryQuery(w, r)
+	q, f, ok := s.recoveryQuery(w, r)
 	if !ok {
+		return
+	}
+	switch v := q.Get("all"); v {
+	case "", "0", "false":
+	case "1", "true":
+		f.All = true // waived gaps too
+	default:
+		s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("all=%q: want 1 or 0", truncate(v)), Rule: "query"})
 		return
 	}
 	gaps, err := recovery.CommittedGaps(r.Context(), s.opts.Durable, f)

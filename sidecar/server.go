@@ -41,7 +41,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint, "/v1/release": routeRelease,
+	h := s.guard(mux, mux, map[string]string{"/v1/records": routeRecords, "/v1/checkpoint": routeCheckpoint, "/v1/release": routeRelease, "/v1/states": routeStates,
 		"/v1/gaps": routeGaps, "/v1/plan": routePlan, "/v1/extents": routeExtents, "/v1/coverage": routeCoverage, "/": routeUnknown})
 	s.handler = h
 	s.http = &http.Server{
@@ -65,6 +65,7 @@ const (
 	routeRecords    = "POST /v1/records"
 	routeCheckpoint = "POST /v1/checkpoint"
 	routeRelease    = "POST /v1/release"
+	routeStates     = "POST /v1/states"
 	routeGaps       = "GET /v1/gaps"
 	routePlan       = "GET /v1/plan"
 	routeCommitted  = "GET /v1/committed"
@@ -110,6 +111,7 @@ func (s *Server) routes() (h *http.ServeMux, err error) {
 	mux.Handle("/v1/records", s.route(routeRecords, http.MethodPost, s.records))
 	mux.Handle("/v1/checkpoint", s.route(routeCheckpoint, http.MethodPost, s.checkpoint))
 	mux.Handle("/v1/release", s.route(routeRelease, http.MethodPost, s.release))
+	mux.Handle("/v1/states", s.route(routeStates, http.MethodPost, s.states))
 	// These three take GET and POST (or PUT) and check the method
 	// themselves.
 	mux.Handle("/v1/gaps", s.route(routeGaps, "", s.gaps))

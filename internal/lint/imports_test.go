@@ -191,7 +191,7 @@ func TestNoConcreteTier(t *testing.T) {
 // retry schedule and the redaction, and nothing of the tiers, the server or
 // their engines.
 func TestClientLinksNoPod(t *testing.T) {
-	only(t, "sidecar/client", "coverage", "internal/backoff", "internal/redact")
+	only(t, "sidecar/client", "coverage", "gapstate", "internal/backoff", "internal/redact")
 	never(t, "sidecar/client", "a program outside the pod links only the model and the standard library",
 		"sidecar", "local", "durable", "mirror", "iceberg", "object", "postgres",
 		"github.com/cockroachdb/pebble", "github.com/apache/iceberg-go", "github.com/duckdb")
