@@ -291,18 +291,55 @@ def _sinks(sinks):
     return ",".join(sinks) if sinks else None  # none: serve's --sinks
 
 
+MAX_TOKEN_FILE = 4096  # bytes of a token file, at most, as serve reads its --token-file
+
+
 def read_token(path):
-    """The bearer token in path, as serve reads its --token-file: the file
-    must not be readable or writable by group or others."""
+    """The bearer token in path, as serve reads its --token-file: a regular
+    file (never a FIFO or a device, which could hold the call forever), of
+    at most MAX_TOKEN_FILE bytes (a longer one is refused, never cut to
+    another token), not readable or writable by group or others. Every
+    message quotes the path (repr) and never the file's text."""
     import os
     import stat
-    with open(path, "rb") as f:
-        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+    path = os.fspath(path)
+    # O_NONBLOCK: opening a FIFO no one writes to returns at once, and
+    # fstat then refuses it; a plain open would wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("token file %r is not a regular file: give the file serve's --token-file reads" % (path,))
+        mode = stat.S_IMODE(st.st_mode)
         if mode & 0o066:
-            raise ValueError("token file %s has mode %04o: group or others may read or change it; chmod 600 it" % (path, mode))
-        token = f.read(4097).decode("ascii").strip()
+            raise ValueError("token file %r has mode %04o: group or others may read or change it; chmod 600 it" % (path, mode))
+        if st.st_size > MAX_TOKEN_FILE:
+            raise ValueError("token file %r is %d bytes, not a token (at most %d)" % (path, st.st_size, MAX_TOKEN_FILE))
+        return _read_token_data(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _read_token_data(fd, path):
+    """The token read from fd: refused past MAX_TOKEN_FILE bytes read, since
+    a file's size can say less than it holds (/proc's say 0) or grow after
+    fstat, and cutting it would send another token."""
+    import os
+    chunks, got = [], 0
+    while got <= MAX_TOKEN_FILE:
+        b = os.read(fd, MAX_TOKEN_FILE + 1 - got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    if got > MAX_TOKEN_FILE:
+        raise ValueError("token file %r holds more than %d bytes, not a token" % (path, MAX_TOKEN_FILE))
+    try:
+        token = b"".join(chunks).decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ValueError("token file %r holds a byte that is not ASCII: an Authorization header cannot carry it" % (path,)) from None
     if not token:
-        raise ValueError("token file %s is empty" % path)
+        raise ValueError("token file %r is empty" % (path,))
     return token
 
 
