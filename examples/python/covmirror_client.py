@@ -154,7 +154,9 @@ class CovmirrorError(Exception):
         self.recorded = self.body.get("recorded")
         where = "" if self.entry is None else " (entry %d)" % self.entry
         what = "HTTP %d" % status if status is not None else "no answer"
-        super().__init__("covmirror: %s%s%s: %s [rule %s]" % (route + ": " if route else "", what, where, self.error, self.rule))
+        # error and rule quoted (repr): a server's text, whose line break or
+        # terminal escape would otherwise forge a log line or act on a terminal.
+        super().__init__("covmirror: %s%s%s: %r [rule %r]" % (route + ": " if route else "", what, where, self.error, self.rule))
 
 
 class Rejected(CovmirrorError):

@@ -141,6 +141,29 @@ class SecretsTest(unittest.TestCase):
         self.srv.body = None
         c.close()
 
+    def test_server_text_is_quoted(self):
+        """An error answer's error and rule, the API's JSON or a body that
+        is not, holding a line break, a terminal's escape, a C1 control and
+        a right-to-left override: the exception and the retry log print
+        them escaped (repr), never as themselves; the fields keep them."""
+        import json
+        hostile = 'refused\nWARNING:covmirror_client:forged line \x1b[2J\x9b31m\u202egnp.exe'
+        c = cm.Client(self.url, max_attempts=2, min_wait=0, max_wait=0)
+        for status, body in ((400, json.dumps({"error": hostile, "rule": "r\n" + hostile, "entry": 0})),
+                             (400, hostile), (503, json.dumps({"error": hostile, "rule": "x\x1b[2J"})), (503, hostile)):
+            self.srv.status, self.srv.body = status, body.encode()
+            with self.assertLogs("covmirror_client", level="DEBUG") as logs:
+                cm._log.debug("start")
+                with self.assertRaises(cm.CovmirrorError) as cx:
+                    c.gaps()
+            for text in [str(cx.exception)] + logs.output:
+                bad = [ch for ch in text if not ch.isprintable()]
+                self.assertEqual(bad, [], "HTTP %d %r: printed as itself in %r" % (status, body, text))
+            if body.startswith("{") and status == 400:
+                self.assertEqual(cx.exception.error, hostile)
+        self.srv.body = None
+        c.close()
+
     def test_success_answer_is_bounded(self):
         """A 2xx past max_answer raises BadAnswer after one request: not
         decoded, not retried; past the default, 64 MiB, too."""
