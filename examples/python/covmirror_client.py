@@ -76,10 +76,10 @@ _MIN_SECRET = 4
 _SHAPES = [
     (re.compile(r'(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*'), r"\g<1>" + _MARK),
     (re.compile(r"""(?i)(\bbearer\s+)[^\s"',;]+"""), r"\g<1>" + _MARK),
-    (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"'<>]*@"""), r"\g<1>" + _MARK + "@"),
-    (re.compile(r"""(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
+    (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"<>]*@"""), r"\g<1>" + _MARK + "@"),
+    (re.compile(r"""(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
 ]
-_OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>@]*$""")
+_OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"<>@]*$""")
 
 
 def _redact(text, secrets=(), cut=False):

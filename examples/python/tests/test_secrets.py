@@ -94,6 +94,24 @@ class SecretsTest(unittest.TestCase):
                 out = cm._bounded(whole[:end], cm.MAX_ERROR_TEXT, (self.token,), end < len(whole))
                 self.assertIsNone(leaked(out, self.token), "offset %d, cut at %d: %r (COVMIRROR_SEED=%d)" % (off, end, out, SEED))
 
+    def test_unknown_credentials_by_shape(self):
+        """An unknown credential in the shapes _redact knows, at every
+        offset of a text cut by a read bound: a URL's password holding a '
+        (valid in user information), keys ending in key after a credential's
+        word (secret-key, aws_secret_key, private-key) and a presigned URL's
+        signature; no piece of it of 8 bytes or more."""
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/%!#$"
+        secret = "".join(self.r.choice(alphabet) for _ in range(16 + self.r.randrange(48)))
+        filler = "".join(self.r.choice("abcdefghij klmnopqrstuvwxyz.") for _ in range(600))
+        for wrap in ("postgres://user:%s'x@db:5432/x ", "postgres://user:x'%s@db:5432/x ", "s3.secret-key=%s&",
+                     "aws_secret_key: %s", '"private-key": "%s"', "?X-Amz-Signature=%s&"):
+            piece = wrap % secret
+            for off in range(0, 300 + len(piece)):
+                text = filler[:off] + " " + piece + " " + filler
+                read, cut = (text[:300], True) if len(text) > 300 else (text, False)
+                for out in (cm._redact(read, (), cut), cm._bounded(read, cm.MAX_ERROR_TEXT, (), cut)):
+                    self.assertIsNone(leaked(out, secret), "%r at offset %d: %r (COVMIRROR_SEED=%d)" % (wrap, off, out, SEED))
+
     def test_encoded_token_never_leaks(self):
         """A token holding the characters JSON and percent-encoding rewrite,
         echoed encoded (JSON string contents with either case of \\u hex, a
