@@ -9,28 +9,42 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Redact is a connection string with its password replaced by xxxxx, for
-// usage, errors and logs: a URL's user password and password= parameter,
-// and a key=value DSN's password. A setting that is neither is returned as
-// it is.
+// usage, errors and logs: a URL's user password and a query parameter
+// naming a password, secret or token (password=, sslpassword=, in any
+// case), and a key=value DSN's password. A setting that is neither is
+// returned as it is.
 func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" {
-		if q := u.Query(); q.Has("password") {
-			q.Set("password", "xxxxx")
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" && !redact.StrayAt(s) {
+		q, changed := u.Query(), false
+		for k := range q {
+			if secretParam.MatchString(k) {
+				q.Set(k, "xxxxx")
+				changed = true
+			}
+		}
+		if changed {
 			u.RawQuery = q.Encode()
 		}
 		return u.Redacted()
 	}
-	// A URL net/url refuses (a bare % in its password) still has its
-	// userinfo redacted: up to the last @ before the host.
+	// A URL net/url refuses (a bare % in its password), or whose password
+	// holds a /, ? or # it would read as a path, query or fragment, still
+	// has its userinfo redacted: up to the last @.
 	s = urlUserinfo.ReplaceAllString(s, "${1}xxxxx@")
 	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 }
 
-// urlUserinfo is a URL's user:password@, found without parsing the URL.
-var urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:)[^/?#]*@`)
+// secretParam is a query parameter that holds a credential.
+var secretParam = regexp.MustCompile(`(?i)password|passwd|secret|token`)
+
+// urlUserinfo is a URL's user:password@, found without parsing the URL: up
+// to the last @, since the password may hold /, ?, # or @.
+var urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:).*@`)
 
 // dsnPassword is a key=value DSN's password, quoted ('...' with \' and \\
 // escapes) or not.
