@@ -258,3 +258,15 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// BoundedError is Error(err, secrets...) with its message cut as Bounded
+// cuts a text, to at most n bytes (and "..."): a transport's error may
+// quote what a server sent (net/http's, a status line it could not parse,
+// up to its 10 MiB bound on an answer's head). It still wraps err.
+func BoundedError(err error, n int, secrets ...string) error {
+	err = Error(err, secrets...)
+	if err == nil || len(err.Error()) <= n {
+		return err
+	}
+	return &redacted{msg: Bounded(err.Error(), n, false), err: err}
+}

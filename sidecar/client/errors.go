@@ -104,6 +104,10 @@ const maxErrorBody = 64 << 10
 // API's: its start is enough to tell what answered.
 const maxErrorText = 200
 
+// maxTransportText bounds a transport error's message (redacted first): it
+// may quote what a server sent, a status line net/http could not parse.
+const maxTransportText = 1024
+
 // answerError reads an error answer: the server's {"error","rule","entry",
 // "recorded"}, or, from something that is not the record API, the start of
 // its body as the message. cut says body was cut at maxErrorBody. Every
