@@ -66,6 +66,7 @@ MAX_RETRY_WAIT = 5.0      # ... up to this; each wait a random time below it
 DEFAULT_MAX_ANSWER = 64 << 20  # bytes of a successful answer read, at most
 MAX_ERROR_BODY = 64 << 10      # bytes of an error answer read, at most
 MAX_ERROR_TEXT = 200           # bytes of an answer that is not the API's put in a message
+MAX_TRANSPORT_TEXT = 1024      # bytes of a transport error put in a message
 
 # The redaction, the twin of the Go module's internal/redact (same rules):
 # every secret given, and every credential's shape, replaced by _MARK in
@@ -472,7 +473,9 @@ class Client:
             except (OSError, http.client.HTTPException) as e:
                 # Refused, reset, timed out, or an answer cut off: the
                 # request may have been recorded, and again is harmless.
-                last = Unavailable(None, {"error": _redact("%s: %s" % (type(e).__name__, e), secrets), "rule": None}, route)
+                # Bounded: http.client's error quotes a status line it could
+                # not parse, up to 64 KiB.
+                last = Unavailable(None, {"error": _bounded("%s: %s" % (type(e).__name__, e), MAX_TRANSPORT_TEXT, secrets), "rule": None}, route)
                 last.__cause__ = e
             else:
                 if 200 <= status < 300:

@@ -182,6 +182,20 @@ class SecretsTest(unittest.TestCase):
         self.srv.body = None
         c.close()
 
+    def test_transport_error_is_bounded(self):
+        """An answer whose status line does not parse (60 KB of it, which
+        http.client's error quotes whole): the exception and each retry's
+        log line stay short."""
+        port, _ = _raw_server(self, b"HTTP/1.1 2" + b"0" * 60000 + b" OK\r\n\r\n", b"", b"")
+        c = cm.Client("http://127.0.0.1:%d" % port, max_attempts=2, min_wait=0, max_wait=0)
+        with self.assertLogs("covmirror_client", level="WARNING") as logs:
+            with self.assertRaises(cm.Unavailable) as cx:
+                c.gaps()
+        self.assertLess(len(str(cx.exception)), 4096)
+        for line in logs.output:
+            self.assertLess(len(line), 4096)
+        c.close()
+
     def test_success_answer_is_bounded(self):
         """A 2xx past max_answer raises BadAnswer after one request: not
         decoded, not retried; past the default, 64 MiB, too."""
