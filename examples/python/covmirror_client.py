@@ -34,8 +34,11 @@ The semantics are those of the Go client (package sidecar/client):
   shortened.
 - Every answer read is bounded: a successful one by max_answer (64 MiB by
   default; past it BadAnswer, not retried), an error answer at 64 KiB, of
-  which the message keeps the first 200 bytes; and in time, by the
-  attempt's timeout, however slowly the server sends it.
+  which the message keeps the first 200 bytes, a transport error's at 1
+  KiB; and in time, by the attempt's timeout, however slowly the server
+  sends it. An exception prints the server's error and rule quoted (repr).
+- token_file is read as serve reads --token-file (read_token): a regular
+  file (a FIFO is refused, never waited on) of at most 4096 bytes.
 
 Every error answer raises a CovmirrorError with the server's JSON error:
 its status, message, rule, the entry at fault for a refused record batch
