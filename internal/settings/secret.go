@@ -68,7 +68,15 @@ func isSecret(v flag.Value) bool {
 		v = o.Value
 	}
 	_, ok := v.(secretValue)
-	return ok
+	return ok || secretEntries(v)
+}
+
+// secretEntries reports whether v is a Map's flag whose values may be
+// credentials: an entry it refuses is not shown at all, since a malformed
+// one has no key to tell its value by.
+func secretEntries(v flag.Value) bool {
+	c, ok := v.(collection)
+	return ok && c.v != nil && c.v.s.SecretEntries
 }
 
 // Parse parses fs's flags silently: the flag package would print a bad
@@ -135,8 +143,9 @@ func (v *onceValue) IsBoolFlag() bool {
 // redactFlagError is err with the values args give fs's secret flags
 // redacted: the flag package quotes a value it refused.
 func redactFlagError(err error, fs *flag.FlagSet, args []string) error {
+	flagOf := func(name string) *flag.Flag { return fs.Lookup(strings.TrimLeft(name, "-")) }
 	secret := func(name string) bool {
-		f := fs.Lookup(strings.TrimLeft(name, "-"))
+		f := flagOf(name)
 		return f != nil && isSecret(f.Value)
 	}
 	msg := err.Error()
@@ -151,7 +160,11 @@ func redactFlagError(err error, fs *flag.FlagSet, args []string) error {
 			}
 			value = args[i+1]
 		}
-		if r := Redact(value); r != value {
+		r := Redact(value)
+		if f := flagOf(name); f != nil && secretEntries(f.Value) && value != "" {
+			r = "(not shown: it may hold a credential)"
+		}
+		if r != value {
 			// as given, and as the flag package quotes it (%q)
 			msg = strings.ReplaceAll(msg, value, r)
 			msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(r))
