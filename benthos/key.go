@@ -19,8 +19,15 @@ type batchKey struct {
 }
 
 // sinkLabel is the key's sink as a metric label: empty when it did not
-// resolve.
-func (k batchKey) sinkLabel() string { return k.d.Sink }
+// resolve or is no valid sink name. An interpolated sink is whatever a
+// message carries: a label per invalid name (a line break, 100 KiB) would
+// grow the metrics without bound.
+func (k batchKey) sinkLabel() string {
+	if (coverage.Destination{Sink: k.d.Sink, Topic: "t"}).Validate() != nil {
+		return ""
+	}
+	return k.d.Sink
+}
 
 // key resolves m's sink, topic, partition and batch id; a value that does
 // not resolve or parse is an error naming the field and the value.

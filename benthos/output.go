@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -91,7 +92,7 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	if s, ok := o.sink.Static(); ok && s == coverage.RawSink && !o.reference {
 		// Acknowledging a failed write to raw would move the source on
 		// before raw holds the message.
-		return nil, batching, 0, fmt.Errorf("covmirror: sink %s without reference: true: a failed write to raw would be acknowledged and the source move on without it; give reference: true", s)
+		return nil, batching, 0, fmt.Errorf("covmirror: sink %q without reference: true: a failed write to raw would be acknowledged and the source move on without it; give reference: true", s)
 	}
 	if o.timeout, err = conf.FieldDuration("timeout"); err != nil {
 		return nil, batching, 0, err
@@ -235,7 +236,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 			switch {
 			case !acked[j]:
 				unacked++
-				failed[i] = fmt.Errorf("sink %s did not acknowledge the message: %w", keys[i].d.Sink, werr)
+				failed[i] = fmt.Errorf("sink %q did not acknowledge the message: %w", truncate(keys[i].d.Sink), werr)
 				o.writeFailures.Incr(1, keys[i].sinkLabel())
 			case failed[i] == nil:
 				entries, ids = append(entries, coverage.Entry{Destination: keys[i].d, Range: coverage.Range{Start: keys[i].id, End: keys[i].id + 1}}), append(ids, i)
@@ -284,14 +285,15 @@ func refFailure(batch service.MessageBatch, failed []error) error {
 	return berr
 }
 
-// sinkName is the batch's sink for a log line.
+// sinkName is the batch's sink for a log line, quoted.
 func (o *output) sinkName(batch service.MessageBatch) string {
 	if s, ok := o.sink.Static(); ok {
-		return s
+		return strconv.Quote(s)
 	}
 	if len(batch) > 0 {
 		if s, err := o.sink.TryString(batch[0]); err == nil {
-			return s
+			// A message's text: quoted and short in a log line.
+			return strconv.Quote(truncate(s))
 		}
 	}
 	return "(interpolated)"

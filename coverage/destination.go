@@ -64,15 +64,19 @@ func validateName(what, name string) error {
 	return nil
 }
 
-// String formats d as sink/topic/partition, quoting names that would make
-// that form ambiguous.
+// String formats d as sink/topic/partition, quoting (strconv.Quote) a
+// name that would make that form ambiguous or that holds a character a
+// terminal or a log reader acts on rather than shows.
 func (d Destination) String() string {
 	return quoteIfNeeded(d.Sink) + "/" + quoteIfNeeded(d.Topic) + "/" + strconv.FormatInt(int64(d.Partition), 10)
 }
 
 func quoteIfNeeded(s string) string {
 	for _, c := range s {
-		if c == '/' || c == '"' || c <= ' ' || c == 0x7f {
+		// Not printable: a control (C0 or C1, whose CSI acts on a
+		// terminal), a separator or a format character (a bidi override)
+		// would print as itself, or as nothing, but not as its bytes.
+		if c == '/' || c == '"' || c == ' ' || !unicode.IsPrint(c) {
 			return strconv.Quote(s)
 		}
 	}

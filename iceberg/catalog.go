@@ -72,7 +72,10 @@ func OpenCatalog(ctx context.Context, name string, props map[string]string) (cat
 	}
 	cat, err := catalog.Load(ctx, name, ice.Properties(props))
 	if err != nil {
-		return nil, fmt.Errorf("%w: opening the %s catalog at %s: %w", coverage.ErrUnavailable, props["type"], redact.Text(props["uri"], false), redact.Error(err, propSecrets(props)...))
+		// The uri as redact.URL shows it (scheme, host and path): its
+		// password may hold what no shape of a text bounds (a ' or a
+		// space), and its query a key.
+		return nil, fmt.Errorf("%w: opening the %q catalog at %s: %w", coverage.ErrUnavailable, props["type"], redact.URL(props["uri"]), redact.Error(err, propSecrets(props)...))
 	}
 	return cat, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +32,8 @@ func Verdict(rep Report, runErr error) error {
 	var sinks []string
 	for _, r := range rep.Absent {
 		batches += r.End - r.Start
-		if !slices.Contains(sinks, r.Sink) {
-			sinks = append(sinks, r.Sink)
+		if q := strconv.Quote(r.Sink); !slices.Contains(sinks, q) {
+			sinks = append(sinks, q)
 		}
 	}
 	absent := fmt.Errorf("%w: %d ranges (%d batches) of the sinks %s: a sink lost data after acknowledging it; replay them (reconcile --tasks prints the recovery worker's tasks) and find what removed them (a restore, a truncation, a lifecycle rule)",
@@ -62,10 +63,13 @@ func WriteJSON(w io.Writer, rep Report, start time.Time) error {
 // range, a line per sink checked, and the seed that repeats the sample.
 func WriteText(w io.Writer, rep Report) {
 	for _, r := range rep.Absent {
-		fmt.Fprintf(w, "%s/%s/%d [%d,%d) claimed but absent: %d batches\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start)
+		// Destination's form quotes a name a terminal would act on, or
+		// that would make sink/topic/partition ambiguous.
+		d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
+		fmt.Fprintf(w, "%s [%d,%d) claimed but absent: %d batches\n", d, r.Start, r.End, r.End-r.Start)
 	}
 	for _, c := range rep.Checked {
-		fmt.Fprintf(w, "sink %s: %d destinations, %d checks, %d batches checked", c.Sink, c.Destinations, c.Checks, c.Batches)
+		fmt.Fprintf(w, "sink %q: %d destinations, %d checks, %d batches checked", c.Sink, c.Destinations, c.Checks, c.Batches)
 		switch {
 		case c.Failed && c.FailedDestinations == 0:
 			fmt.Fprint(w, "; no committed coverage to check (below)")

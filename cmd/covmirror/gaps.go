@@ -85,11 +85,14 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
 	}
 	for _, r := range rows {
+		// Destination's form quotes a topic holding a line break or a
+		// character a terminal acts on (a topic may hold any but NUL).
+		d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
 		if r.Kind == recovery.KindVerifyReference {
-			fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) hole in the reference itself: %d batches to verify in %s\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start, r.Sink)
+			fmt.Fprintf(g.stdout, "%s [%d,%d) hole in the reference itself: %d batches to verify in %s\n", d, r.Start, r.End, r.End-r.Start, r.Sink)
 			continue
 		}
-		fmt.Fprintf(g.stdout, "%s/%s/%d [%d,%d) missing %d batches\n", r.Sink, r.Topic, r.Partition, r.Start, r.End, r.End-r.Start)
+		fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches\n", d, r.Start, r.End, r.End-r.Start)
 	}
 	return nil
 }

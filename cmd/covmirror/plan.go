@@ -53,11 +53,13 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintln(g.stdout, "nothing to replay or verify")
 	}
 	for i, r := range rows {
+		// Destination's form quotes a topic a terminal would act on.
+		d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
 		switch r.Kind {
 		case recovery.KindVerifyReference:
-			fmt.Fprintf(g.stdout, "task %d: verify-reference %s/%s/%d [%d,%d): read back what %s holds and record only that; the sinks' gaps there follow on the next plan\n", i+1, r.Sink, r.Topic, r.Partition, r.Start, r.End, r.Sink)
+			fmt.Fprintf(g.stdout, "task %d: verify-reference %s [%d,%d): read back what %s holds and record only that; the sinks' gaps there follow on the next plan\n", i+1, d, r.Start, r.End, r.Sink)
 		default:
-			fmt.Fprintf(g.stdout, "task %d: %s %s/%s/%d [%d,%d) from %s\n", i+1, r.Kind, r.Sink, r.Topic, r.Partition, r.Start, r.End, *reference)
+			fmt.Fprintf(g.stdout, "task %d: %s %s [%d,%d) from %s\n", i+1, r.Kind, d, r.Start, r.End, *reference)
 		}
 	}
 	return nil

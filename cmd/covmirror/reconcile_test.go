@@ -132,7 +132,7 @@ func TestReconcileEndToEnd(t *testing.T) {
 	}
 
 	out, _, err = e.run(t, "reconcile")
-	if exitCode(err) != 1 || !strings.Contains(err.Error(), "4 ranges (9 batches) of the sinks pgsink") || !slices.Equal(absentIn(out), want) {
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), `4 ranges (9 batches) of the sinks "pgsink"`) || !slices.Equal(absentIn(out), want) {
 		t.Fatalf("full: exit %d (%v), rows %v, want %v\n%s", exitCode(err), err, absentIn(out), want, out)
 	}
 

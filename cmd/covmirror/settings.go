@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -37,7 +38,7 @@ var table = func() []settings.Setting {
 	serve := []string{"serve"}
 	return []settings.Setting{
 		lite.State,
-		{Key: "catalog", Flag: "catalog-prop", Env: "COVMIRROR_CATALOG_PROPS", Kind: settings.Map, Entry: "PROPERTY", Add: addProp,
+		{Key: "catalog", Flag: "catalog-prop", Env: "COVMIRROR_CATALOG_PROPS", Kind: settings.Map, Entry: "PROPERTY", Add: addProp, SecretEntries: true,
 			Usage: "iceberg-go catalog property key=value, repeatable; none: the embedded SQLite catalog under --state"},
 		{Key: "namespace", NonEmpty: true, Default: iceberg.DefaultNamespace, Usage: "namespace of the coverage table"},
 		{Key: "table", NonEmpty: true, Default: iceberg.DefaultTableName, Usage: "name of the coverage table"},
@@ -101,7 +102,9 @@ func tierSettings(set *settings.Set) tier.Settings {
 func addProp(props map[string]string, kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {
-		return fmt.Errorf("catalog property %q is not key=value", kv)
+		// Not quoted: a credential pasted with a space for its =, or the
+		// part of one after a comma in COVMIRROR_CATALOG_PROPS.
+		return errors.New("a catalog property is not key=value (not shown: it may hold a credential; COVMIRROR_CATALOG_PROPS separates properties by commas, so a value there cannot hold one)")
 	}
 	props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	return nil

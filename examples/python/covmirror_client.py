@@ -34,8 +34,11 @@ The semantics are those of the Go client (package sidecar/client):
   shortened.
 - Every answer read is bounded: a successful one by max_answer (64 MiB by
   default; past it BadAnswer, not retried), an error answer at 64 KiB, of
-  which the message keeps the first 200 bytes; and in time, by the
-  attempt's timeout, however slowly the server sends it.
+  which the message keeps the first 200 bytes, a transport error's at 1
+  KiB; and in time, by the attempt's timeout, however slowly the server
+  sends it. An exception prints the server's error and rule quoted (repr).
+- token_file is read as serve reads --token-file (read_token): a regular
+  file (a FIFO is refused, never waited on) of at most 4096 bytes.
 
 Every error answer raises a CovmirrorError with the server's JSON error:
 its status, message, rule, the entry at fault for a refused record batch
@@ -66,6 +69,7 @@ MAX_RETRY_WAIT = 5.0      # ... up to this; each wait a random time below it
 DEFAULT_MAX_ANSWER = 64 << 20  # bytes of a successful answer read, at most
 MAX_ERROR_BODY = 64 << 10      # bytes of an error answer read, at most
 MAX_ERROR_TEXT = 200           # bytes of an answer that is not the API's put in a message
+MAX_TRANSPORT_TEXT = 1024      # bytes of a transport error put in a message
 
 # The redaction, the twin of the Go module's internal/redact (same rules):
 # every secret given, and every credential's shape, replaced by _MARK in
@@ -76,10 +80,10 @@ _MIN_SECRET = 4
 _SHAPES = [
     (re.compile(r'(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*'), r"\g<1>" + _MARK),
     (re.compile(r"""(?i)(\bbearer\s+)[^\s"',;]+"""), r"\g<1>" + _MARK),
-    (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"'<>]*@"""), r"\g<1>" + _MARK + "@"),
-    (re.compile(r"""(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
+    (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"<>]*@"""), r"\g<1>" + _MARK + "@"),
+    (re.compile(r"""(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
 ]
-_OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>@]*$""")
+_OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"<>@]*$""")
 
 
 def _redact(text, secrets=(), cut=False):
@@ -154,7 +158,9 @@ class CovmirrorError(Exception):
         self.recorded = self.body.get("recorded")
         where = "" if self.entry is None else " (entry %d)" % self.entry
         what = "HTTP %d" % status if status is not None else "no answer"
-        super().__init__("covmirror: %s%s%s: %s [rule %s]" % (route + ": " if route else "", what, where, self.error, self.rule))
+        # error and rule quoted (repr): a server's text, whose line break or
+        # terminal escape would otherwise forge a log line or act on a terminal.
+        super().__init__("covmirror: %s%s%s: %r [rule %r]" % (route + ": " if route else "", what, where, self.error, self.rule))
 
 
 class Rejected(CovmirrorError):
@@ -291,18 +297,55 @@ def _sinks(sinks):
     return ",".join(sinks) if sinks else None  # none: serve's --sinks
 
 
+MAX_TOKEN_FILE = 4096  # bytes of a token file, at most, as serve reads its --token-file
+
+
 def read_token(path):
-    """The bearer token in path, as serve reads its --token-file: the file
-    must not be readable or writable by group or others."""
+    """The bearer token in path, as serve reads its --token-file: a regular
+    file (never a FIFO or a device, which could hold the call forever), of
+    at most MAX_TOKEN_FILE bytes (a longer one is refused, never cut to
+    another token), not readable or writable by group or others. Every
+    message quotes the path (repr) and never the file's text."""
     import os
     import stat
-    with open(path, "rb") as f:
-        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+    path = os.fspath(path)
+    # O_NONBLOCK: opening a FIFO no one writes to returns at once, and
+    # fstat then refuses it; a plain open would wait for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("token file %r is not a regular file: give the file serve's --token-file reads" % (path,))
+        mode = stat.S_IMODE(st.st_mode)
         if mode & 0o066:
-            raise ValueError("token file %s has mode %04o: group or others may read or change it; chmod 600 it" % (path, mode))
-        token = f.read(4097).decode("ascii").strip()
+            raise ValueError("token file %r has mode %04o: group or others may read or change it; chmod 600 it" % (path, mode))
+        if st.st_size > MAX_TOKEN_FILE:
+            raise ValueError("token file %r is %d bytes, not a token (at most %d)" % (path, st.st_size, MAX_TOKEN_FILE))
+        return _read_token_data(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _read_token_data(fd, path):
+    """The token read from fd: refused past MAX_TOKEN_FILE bytes read, since
+    a file's size can say less than it holds (/proc's say 0) or grow after
+    fstat, and cutting it would send another token."""
+    import os
+    chunks, got = [], 0
+    while got <= MAX_TOKEN_FILE:
+        b = os.read(fd, MAX_TOKEN_FILE + 1 - got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    if got > MAX_TOKEN_FILE:
+        raise ValueError("token file %r holds more than %d bytes, not a token" % (path, MAX_TOKEN_FILE))
+    try:
+        token = b"".join(chunks).decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ValueError("token file %r holds a byte that is not ASCII: an Authorization header cannot carry it" % (path,)) from None
     if not token:
-        raise ValueError("token file %s is empty" % path)
+        raise ValueError("token file %r is empty" % (path,))
     return token
 
 
@@ -433,7 +476,9 @@ class Client:
             except (OSError, http.client.HTTPException) as e:
                 # Refused, reset, timed out, or an answer cut off: the
                 # request may have been recorded, and again is harmless.
-                last = Unavailable(None, {"error": _redact("%s: %s" % (type(e).__name__, e), secrets), "rule": None}, route)
+                # Bounded: http.client's error quotes a status line it could
+                # not parse, up to 64 KiB.
+                last = Unavailable(None, {"error": _bounded("%s: %s" % (type(e).__name__, e), MAX_TRANSPORT_TEXT, secrets), "rule": None}, route)
                 last.__cause__ = e
             else:
                 if 200 <= status < 300:

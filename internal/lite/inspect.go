@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,10 +49,12 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 		enc.SetIndent("", "  ")
 		return enc.Encode(diag)
 	}
-	fmt.Fprintf(sh.Stdout, "local tier %s: %d destinations, %d batches pending in %d ranges, last checkpoint %d\n",
+	// The directory and the reference sink quoted: with --url they are a
+	// server's text, whose control characters would act on the terminal.
+	fmt.Fprintf(sh.Stdout, "local tier %q: %d destinations, %d batches pending in %d ranges, last checkpoint %d\n",
 		diag.Dir, len(diag.Destinations), diag.PendingBatches, diag.PendingRanges, diag.LastCheckpointID)
 	for _, d := range diag.Destinations {
-		fmt.Fprintf(sh.Stdout, "  %s: covered %v, gaps vs %s %v, pending %v\n", d.Destination, d.Covered, diag.Reference, d.Gaps, d.Pending)
+		fmt.Fprintf(sh.Stdout, "  %s: covered %v, gaps vs %q %v, pending %v\n", d.Destination, d.Covered, diag.Reference, d.Gaps, d.Pending)
 	}
 	return nil
 }
@@ -106,7 +109,8 @@ func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diag
 		cut := len(body) > maxErrorAnswer
 		// An address that is not the pod may echo the request: redacted
 		// before it is cut, so that no cut leaves a piece of the token.
-		text := strings.TrimSpace(redact.Bounded(string(body[:min(len(body), maxErrorAnswer)]), maxErrorAnswer, cut, secrets...))
+		// Quoted: a line break or a terminal's escape in it must not act.
+		text := strconv.Quote(strings.TrimSpace(redact.Bounded(string(body[:min(len(body), maxErrorAnswer)]), maxErrorAnswer, cut, secrets...)))
 		if loc := resp.Header.Get("Location"); loc != "" {
 			text = fmt.Sprintf("a redirect to %q, not followed (it could carry the token elsewhere): give the pod's own address as --url", redact.URL(loc))
 		}

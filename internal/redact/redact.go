@@ -22,16 +22,20 @@ const MinSecret = 4
 // what it keeps ($1): a header's Authorization value (the rest of its
 // line), a bearer token, a URL's user information, and the value of a key
 // that names a credential (password=, "token": "...", secret-access-key =
-// ...), JSON-quoted or not.
+// ..., private_key:, X-Amz-Signature=), JSON-quoted or not.
 var shapes = []struct {
 	re   *regexp.Regexp
 	with string
 }{
 	{regexp.MustCompile(`(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*`), "${1}" + Mark},
 	{regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',;]+`), "${1}" + Mark},
-	// Up to the last @ of the word: a password may hold /, ?, # or @.
-	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"'<>]*@`), "${1}" + Mark + "@"},
-	{regexp.MustCompile(`(?i)((?:password|passwd|pwd|token|secret|access[-_.]?key|api[-_.]?key|credentials?)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}" + Mark},
+	// Up to the last @ of the word: a password may hold /, ?, # or @, and
+	// a ' (a valid character of user information, which pgx takes).
+	{regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"<>]*@`), "${1}" + Mark + "@"},
+	// A key naming a credential, "key" after it or not (secret-key,
+	// private_key), and a presigned URL's signature, a credential until
+	// it expires.
+	{regexp.MustCompile(`(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}" + Mark},
 }
 
 // Text is s with every credential in it replaced by Mark: each of secrets
@@ -59,7 +63,7 @@ func Text(s string, cut bool, secrets ...string) string {
 
 // openAuthority is a URL at the end of a text cut short without an @: its
 // user information's @ may have been cut off (a password may hold a /).
-var openAuthority = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>@]*$`)
+var openAuthority = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"<>@]*$`)
 
 // Bounded is Text(s, cut, secrets...) cut to at most n bytes (at a rune
 // boundary, "..." added): the redaction first, so that a cut never leaves a
@@ -254,3 +258,15 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// BoundedError is Error(err, secrets...) with its message cut as Bounded
+// cuts a text, to at most n bytes (and "..."): a transport's error may
+// quote what a server sent (net/http's, a status line it could not parse,
+// up to its 10 MiB bound on an answer's head). It still wraps err.
+func BoundedError(err error, n int, secrets ...string) error {
+	err = Error(err, secrets...)
+	if err == nil || len(err.Error()) <= n {
+		return err
+	}
+	return &redacted{msg: Bounded(err.Error(), n, false), err: err}
+}

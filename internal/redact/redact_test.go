@@ -50,6 +50,15 @@ func TestBoundedNeverLeaks(t *testing.T) {
 		{"url password", false, func(s string) string { return "postgres://user:" + s + "@db:5432/x " }},
 		{"password key", false, func(s string) string { return `"password": "` + s + `"` }},
 		{"catalog key", false, func(s string) string { return "s3.secret-access-key=" + s + "&" }},
+		// A ' is a valid character of a URL's user information (pgx takes
+		// it): the password goes on past it.
+		{"url password with a quote", false, func(s string) string { return "postgres://user:" + s + "'x@db:5432/x " }},
+		{"url password after a quote", false, func(s string) string { return "postgres://user:x'" + s + "@db:5432/x " }},
+		// Keys that end in "key" after a word that names a credential.
+		{"secret-key", false, func(s string) string { return "s3.secret-key=" + s + "&" }},
+		{"secret_key", false, func(s string) string { return "aws_secret_key: " + s }},
+		{"private key", false, func(s string) string { return `"private-key": "` + s + `"` }},
+		{"signature", false, func(s string) string { return "?X-Amz-Signature=" + s + "&" }},
 	} {
 		secret := randomSecret(r, 16+r.IntN(48))
 		if shape.name == "url password" {

@@ -17,6 +17,15 @@ func TestRedactHidesPasswords(t *testing.T) {
 		{"postgres://u@db/lake?password=SEKRIT", "SEKRIT"},
 		{"host=db user=u password=SEKRIT dbname=lake", "SEKRIT"},
 		{"host=db password='SEK RIT' dbname=lake", "SEK RIT"},
+		// A password holding a /, ? or #, unescaped: net/url refuses the
+		// URL or reads the password's end as a path, query or fragment.
+		{"postgres://u:pa/SEKRIT@db:5432/lake", "SEKRIT"},
+		{"postgres://u:pa?SEKRIT@db:5432/lake", "SEKRIT"},
+		{"postgres://u:pa#SEKRIT@db:5432/lake", "SEKRIT"},
+		{"postgres://u:pa/SE%KRIT@db:5432/lake", "KRIT"},
+		// libpq's other password parameters, in any case.
+		{"postgres://u@db/lake?sslpassword=SEKRIT", "SEKRIT"},
+		{"postgres://u@db/lake?PASSWORD=SEKRIT", "SEKRIT"},
 	} {
 		got := Redact(c.in)
 		if strings.Contains(got, c.secret) {

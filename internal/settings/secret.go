@@ -9,28 +9,42 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Redact is a connection string with its password replaced by xxxxx, for
-// usage, errors and logs: a URL's user password and password= parameter,
-// and a key=value DSN's password. A setting that is neither is returned as
-// it is.
+// usage, errors and logs: a URL's user password and a query parameter
+// naming a password, secret or token (password=, sslpassword=, in any
+// case), and a key=value DSN's password. A setting that is neither is
+// returned as it is.
 func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" {
-		if q := u.Query(); q.Has("password") {
-			q.Set("password", "xxxxx")
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" && !redact.StrayAt(s) {
+		q, changed := u.Query(), false
+		for k := range q {
+			if secretParam.MatchString(k) {
+				q.Set(k, "xxxxx")
+				changed = true
+			}
+		}
+		if changed {
 			u.RawQuery = q.Encode()
 		}
 		return u.Redacted()
 	}
-	// A URL net/url refuses (a bare % in its password) still has its
-	// userinfo redacted: up to the last @ before the host.
+	// A URL net/url refuses (a bare % in its password), or whose password
+	// holds a /, ? or # it would read as a path, query or fragment, still
+	// has its userinfo redacted: up to the last @.
 	s = urlUserinfo.ReplaceAllString(s, "${1}xxxxx@")
 	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 }
 
-// urlUserinfo is a URL's user:password@, found without parsing the URL.
-var urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:)[^/?#]*@`)
+// secretParam is a query parameter that holds a credential.
+var secretParam = regexp.MustCompile(`(?i)password|passwd|secret|token`)
+
+// urlUserinfo is a URL's user:password@, found without parsing the URL: up
+// to the last @, since the password may hold /, ?, # or @.
+var urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:).*@`)
 
 // dsnPassword is a key=value DSN's password, quoted ('...' with \' and \\
 // escapes) or not.
@@ -54,7 +68,15 @@ func isSecret(v flag.Value) bool {
 		v = o.Value
 	}
 	_, ok := v.(secretValue)
-	return ok
+	return ok || secretEntries(v)
+}
+
+// secretEntries reports whether v is a Map's flag whose values may be
+// credentials: an entry it refuses is not shown at all, since a malformed
+// one has no key to tell its value by.
+func secretEntries(v flag.Value) bool {
+	c, ok := v.(collection)
+	return ok && c.v != nil && c.v.s.SecretEntries
 }
 
 // Parse parses fs's flags silently: the flag package would print a bad
@@ -121,8 +143,9 @@ func (v *onceValue) IsBoolFlag() bool {
 // redactFlagError is err with the values args give fs's secret flags
 // redacted: the flag package quotes a value it refused.
 func redactFlagError(err error, fs *flag.FlagSet, args []string) error {
+	flagOf := func(name string) *flag.Flag { return fs.Lookup(strings.TrimLeft(name, "-")) }
 	secret := func(name string) bool {
-		f := fs.Lookup(strings.TrimLeft(name, "-"))
+		f := flagOf(name)
 		return f != nil && isSecret(f.Value)
 	}
 	msg := err.Error()
@@ -137,7 +160,11 @@ func redactFlagError(err error, fs *flag.FlagSet, args []string) error {
 			}
 			value = args[i+1]
 		}
-		if r := Redact(value); r != value {
+		r := Redact(value)
+		if f := flagOf(name); f != nil && secretEntries(f.Value) && value != "" {
+			r = "(not shown: it may hold a credential)"
+		}
+		if r != value {
 			// as given, and as the flag package quotes it (%q)
 			msg = strings.ReplaceAll(msg, value, r)
 			msg = strings.ReplaceAll(msg, strconv.Quote(value), strconv.Quote(r))

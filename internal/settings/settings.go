@@ -59,6 +59,9 @@ type Setting struct {
 	NonEmpty bool
 	// Add adds one NAME=VALUE entry of a Map to m, checking it.
 	Add func(m map[string]string, kv string) error
+	// SecretEntries says a Map's values may be credentials (a catalog's
+	// keys): the flag package's refusal of an entry never quotes it.
+	SecretEntries bool
 	// Parse reads a List's comma-separated value (a flag's, the
 	// variable's or the file's); nil: SplitList.
 	Parse func(raw string) ([]string, error)

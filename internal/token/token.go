@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -33,32 +34,51 @@ func ReadFile(path string) (string, error) {
 	// forever): refused before it is opened. The check after the open
 	// still decides, on the file actually opened.
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file", ErrFile, path)
+		return "", fmt.Errorf("%w: %q is not a regular file", ErrFile, path)
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", fmt.Errorf("reading the token file: %w", err)
+		// The path quoted, never as os.PathError prints it: a line
+		// break in it would forge a log line.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("reading the token file %q: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("reading the token file %s: %w", path, err)
+		return "", fmt.Errorf("reading the token file %q: %w", path, err)
 	}
 	switch {
 	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("%w: %s is not a regular file", ErrFile, path)
+		return "", fmt.Errorf("%w: %q is not a regular file", ErrFile, path)
 	case fi.Mode().Perm()&0o066 != 0:
-		return "", fmt.Errorf("%w: %s has mode %04o: group or others may read or change it; chmod 600 %s", ErrFile, path, fi.Mode().Perm(), path)
-	case fi.Size() > 4096:
-		return "", fmt.Errorf("%w: %s is %d bytes, not a token (at most 4096)", ErrFile, path, fi.Size())
+		return "", fmt.Errorf("%w: %q has mode %04o: group or others may read or change it; chmod 600 it", ErrFile, path, fi.Mode().Perm())
+	case fi.Size() > maxFile:
+		return "", fmt.Errorf("%w: %q is %d bytes, not a token (at most %d)", ErrFile, path, fi.Size(), maxFile)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, 4097))
+	return read(f, path)
+}
+
+// maxFile bounds a token file, in bytes.
+const maxFile = 4096
+
+// read is the token in r: refused past maxFile bytes read, since a file's
+// size can say less than it holds (a /proc file says 0) or grow after the
+// stat, and cutting it would send another token.
+func read(r io.Reader, path string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxFile+1))
 	if err != nil {
-		return "", fmt.Errorf("reading the token file %s: %w", path, err)
+		return "", fmt.Errorf("reading the token file %q: %w", path, err)
+	}
+	if len(b) > maxFile {
+		return "", fmt.Errorf("%w: %q holds more than %d bytes, not a token", ErrFile, path, maxFile)
 	}
 	tok := strings.TrimSpace(string(b))
 	if err := Check(tok); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrFile, path, err)
+		return "", fmt.Errorf("%w: %q: %w", ErrFile, path, err)
 	}
 	return tok, nil
 }

@@ -204,13 +204,13 @@ func (c *Client) attempt(ctx context.Context, method, route, target string, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("covmirror client: %s: %w", route, err)
+		return fmt.Errorf("covmirror client: %s: %w", route, redact.BoundedError(err, maxTransportText, c.opts.Token))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
 		if err != nil && retryableStatus(resp.StatusCode) {
-			return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
+			return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, redact.BoundedError(err, maxTransportText, c.opts.Token))
 		}
 		cut := len(data) > maxErrorBody
 		return answerError(route, resp.StatusCode, data[:min(len(data), maxErrorBody)], cut, c.opts.Token)
@@ -222,7 +222,7 @@ func (c *Client) attempt(ctx context.Context, method, route, target string, body
 	if err != nil {
 		// The body broke off: the answer was lost, the request may have
 		// taken effect; again is harmless.
-		return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, err)
+		return fmt.Errorf("covmirror client: %s: HTTP %d, reading its answer: %w", route, resp.StatusCode, redact.BoundedError(err, maxTransportText, c.opts.Token))
 	}
 	if int64(len(data)) > c.opts.MaxAnswer {
 		return &Error{Route: route, Status: resp.StatusCode, Entry: -1, Recorded: -1,

@@ -47,7 +47,10 @@
 //     answer's text is redacted (internal/redact) before it is shortened.
 //   - Every answer read is bounded: a successful one by Options.MaxAnswer
 //     (64 MiB by default; past it ErrBadAnswer, not retried), an error
-//     answer at 64 KiB, of which the message keeps the first 200 bytes.
+//     answer at 64 KiB, of which the message keeps the first 200 bytes,
+//     and a transport error's message at 1 KiB; in time, by the
+//     HTTPClient's timeout (the default's 60 s, body included) and the
+//     context. Error prints the server's message and rule quoted.
 //
 // # Errors
 //

@@ -48,10 +48,14 @@ type Error struct {
 	// has retried the whole request by then (recording twice is
 	// harmless).
 	Recorded int
-	// Message is the server's error text.
+	// Message is the server's error text, as sent (redacted): Error
+	// prints it quoted.
 	Message string
 }
 
+// Error prints the rule and the message quoted (%q): they are a server's
+// text, and a line break or a terminal's escape in them would otherwise
+// forge a log line or act on the terminal that shows the error.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "covmirror client: %s: ", e.Route)
@@ -61,14 +65,13 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 	}
 	if e.Rule != "" {
-		fmt.Fprintf(&b, " (rule %s", e.Rule)
+		fmt.Fprintf(&b, " (rule %q", e.Rule)
 		if e.Entry >= 0 {
 			fmt.Fprintf(&b, ", entry %d", e.Entry)
 		}
 		b.WriteString(")")
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Message)
+	fmt.Fprintf(&b, ": %q", e.Message)
 	return b.String()
 }
 
@@ -100,6 +103,10 @@ const maxErrorBody = 64 << 10
 // maxErrorText bounds the message of an answer that is not the record
 // API's: its start is enough to tell what answered.
 const maxErrorText = 200
+
+// maxTransportText bounds a transport error's message (redacted first): it
+// may quote what a server sent, a status line net/http could not parse.
+const maxTransportText = 1024
 
 // answerError reads an error answer: the server's {"error","rule","entry",
 // "recorded"}, or, from something that is not the record API, the start of

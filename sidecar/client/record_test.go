@@ -69,7 +69,7 @@ func TestBadEntryIsTypedAndRecordsNothing(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Rule != bad.rule || ae.Entry != at || ae.Status != bad.status || !errors.Is(err, ErrRejected) || errors.Is(err, ErrUnavailable) {
 				t.Fatalf("%s: %s at %d: %#v (%v)", tr, bad.rule, at, ae, err)
 			}
-			if !strings.Contains(err.Error(), "rule "+bad.rule) || ae.Message == "" {
+			if !strings.Contains(err.Error(), `rule "`+bad.rule+`"`) || ae.Message == "" {
 				t.Fatalf("%s: the error does not say its rule and message: %v", tr, err)
 			}
 		}

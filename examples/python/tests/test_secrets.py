@@ -94,6 +94,24 @@ class SecretsTest(unittest.TestCase):
                 out = cm._bounded(whole[:end], cm.MAX_ERROR_TEXT, (self.token,), end < len(whole))
                 self.assertIsNone(leaked(out, self.token), "offset %d, cut at %d: %r (COVMIRROR_SEED=%d)" % (off, end, out, SEED))
 
+    def test_unknown_credentials_by_shape(self):
+        """An unknown credential in the shapes _redact knows, at every
+        offset of a text cut by a read bound: a URL's password holding a '
+        (valid in user information), keys ending in key after a credential's
+        word (secret-key, aws_secret_key, private-key) and a presigned URL's
+        signature; no piece of it of 8 bytes or more."""
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/%!#$"
+        secret = "".join(self.r.choice(alphabet) for _ in range(16 + self.r.randrange(48)))
+        filler = "".join(self.r.choice("abcdefghij klmnopqrstuvwxyz.") for _ in range(600))
+        for wrap in ("postgres://user:%s'x@db:5432/x ", "postgres://user:x'%s@db:5432/x ", "s3.secret-key=%s&",
+                     "aws_secret_key: %s", '"private-key": "%s"', "?X-Amz-Signature=%s&"):
+            piece = wrap % secret
+            for off in range(0, 300 + len(piece)):
+                text = filler[:off] + " " + piece + " " + filler
+                read, cut = (text[:300], True) if len(text) > 300 else (text, False)
+                for out in (cm._redact(read, (), cut), cm._bounded(read, cm.MAX_ERROR_TEXT, (), cut)):
+                    self.assertIsNone(leaked(out, secret), "%r at offset %d: %r (COVMIRROR_SEED=%d)" % (wrap, off, out, SEED))
+
     def test_encoded_token_never_leaks(self):
         """A token holding the characters JSON and percent-encoding rewrite,
         echoed encoded (JSON string contents with either case of \\u hex, a
@@ -139,6 +157,43 @@ class SecretsTest(unittest.TestCase):
             for text in (str(cx.exception), repr(cx.exception.body), repr(cx.exception.error), repr(cx.exception.rule)):
                 self.assertIsNone(leaked(text, self.token), "answer %r: the token in %r (COVMIRROR_SEED=%d)" % (doc, text, SEED))
         self.srv.body = None
+        c.close()
+
+    def test_server_text_is_quoted(self):
+        """An error answer's error and rule, the API's JSON or a body that
+        is not, holding a line break, a terminal's escape, a C1 control and
+        a right-to-left override: the exception and the retry log print
+        them escaped (repr), never as themselves; the fields keep them."""
+        import json
+        hostile = 'refused\nWARNING:covmirror_client:forged line \x1b[2J\x9b31m\u202egnp.exe'
+        c = cm.Client(self.url, max_attempts=2, min_wait=0, max_wait=0)
+        for status, body in ((400, json.dumps({"error": hostile, "rule": "r\n" + hostile, "entry": 0})),
+                             (400, hostile), (503, json.dumps({"error": hostile, "rule": "x\x1b[2J"})), (503, hostile)):
+            self.srv.status, self.srv.body = status, body.encode()
+            with self.assertLogs("covmirror_client", level="DEBUG") as logs:
+                cm._log.debug("start")
+                with self.assertRaises(cm.CovmirrorError) as cx:
+                    c.gaps()
+            for text in [str(cx.exception)] + logs.output:
+                bad = [ch for ch in text if not ch.isprintable()]
+                self.assertEqual(bad, [], "HTTP %d %r: printed as itself in %r" % (status, body, text))
+            if body.startswith("{") and status == 400:
+                self.assertEqual(cx.exception.error, hostile)
+        self.srv.body = None
+        c.close()
+
+    def test_transport_error_is_bounded(self):
+        """An answer whose status line does not parse (60 KB of it, which
+        http.client's error quotes whole): the exception and each retry's
+        log line stay short."""
+        port, _ = _raw_server(self, b"HTTP/1.1 2" + b"0" * 60000 + b" OK\r\n\r\n", b"", b"")
+        c = cm.Client("http://127.0.0.1:%d" % port, max_attempts=2, min_wait=0, max_wait=0)
+        with self.assertLogs("covmirror_client", level="WARNING") as logs:
+            with self.assertRaises(cm.Unavailable) as cx:
+                c.gaps()
+        self.assertLess(len(str(cx.exception)), 4096)
+        for line in logs.output:
+            self.assertLess(len(line), 4096)
         c.close()
 
     def test_success_answer_is_bounded(self):
