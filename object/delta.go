@@ -108,6 +108,12 @@ func (s *Tier) readDelta(ctx context.Context, key string) (*delta, error) {
 		}
 		return nil, fmt.Errorf("read %s of %s: %w", key, s.opts.Blobs.Name(), err)
 	}
+	return s.deltaAt(key, data)
+}
+
+// deltaAt decodes data, read under key, checking that it is the delta
+// its key names.
+func (s *Tier) deltaAt(key string, data []byte) (*delta, error) {
 	d, err := decodeDelta(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)
