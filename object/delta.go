@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/covmirror/covmirror/durable"
@@ -24,11 +25,22 @@ func (s *Tier) appendDelta(ctx context.Context, c durable.Checkpoint) error {
 	}
 	now := s.opts.Now().UnixNano()
 	d := &delta{Writer: c.Writer, Name: c.Name, Digest: [digestLen]byte(raw), Created: now}
-	for _, dr := range merged { // in (sink, topic, partition) order
+	var o *sinkObject
+	for i, dr := range merged { // in (sink, topic, partition) order
 		if len(dr.Ranges) == 0 {
 			continue
 		}
-		o := sinkIn(&d.Sinks, dr.Destination.Sink)
+		if o == nil || o.Sink != dr.Destination.Sink {
+			o = sinkIn(&d.Sinks, dr.Destination.Sink)
+			n := 0 // the sink's destinations: one allocation for them all
+			for _, next := range merged[i:] {
+				if next.Destination.Sink != o.Sink {
+					break
+				}
+				n++
+			}
+			o.Dests = slices.Grow(o.Dests, n)
+		}
 		o.Dests = append(o.Dests, destState{Topic: dr.Destination.Topic, Partition: dr.Destination.Partition,
 			LastWriter: c.Writer, LastWrite: now, Ranges: dr.Ranges})
 	}
@@ -108,6 +120,12 @@ func (s *Tier) readDelta(ctx context.Context, key string) (*delta, error) {
 		}
 		return nil, fmt.Errorf("read %s of %s: %w", key, s.opts.Blobs.Name(), err)
 	}
+	return s.deltaAt(key, data)
+}
+
+// deltaAt decodes data, read under key, checking that it is the delta
+// its key names.
+func (s *Tier) deltaAt(key string, data []byte) (*delta, error) {
 	d, err := decodeDelta(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)

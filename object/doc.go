@@ -19,7 +19,9 @@
 //     folded (for Landed), deletes the deltas and empties the sink objects
 //     (under If-Match: a writer of the sinks layout still running loses
 //     nothing). A reader of one partition reads one base and the deltas
-//     not yet folded. Right for a fleet: see docs/scale.md.
+//     not yet folded. Where the Blobs is a BatchBlobs (a table:
+//     postgres.Blobs), Fold reads, writes and deletes a batch of keys a
+//     request, not a request a key. Right for a fleet: see docs/scale.md.
 //
 // The deltas layout's invariant is the same union: a base only grows, and
 // a delta or a sink object's ranges leave it only after every base they

@@ -2,7 +2,6 @@ package object
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,27 +36,7 @@ func (s *Tier) Fold(ctx context.Context) (FoldResult, error) {
 		return res, fmt.Errorf("object: fold: %w", err)
 	}
 	keys = fairShare(s.opts.Prefix, keys, s.opts.MaxFoldDeltas)
-	var mu sync.Mutex
-	deltas := map[string]*delta{}
-	err = s.each(ctx, keys, func(ctx context.Context, key string) error {
-		d, err := s.readDelta(ctx, key)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return nil // another fold took it
-		case unreadable(err):
-			s.opts.Logger.Error("object: fold: a delta cannot be read and is left as it is; restore it or move it aside", "key", key, "err", err)
-			mu.Lock()
-			res.Left++
-			mu.Unlock()
-			return nil
-		case err != nil:
-			return err
-		}
-		mu.Lock()
-		deltas[key] = d
-		mu.Unlock()
-		return nil
-	})
+	deltas, err := s.readDeltas(ctx, keys, &res)
 	if err != nil {
 		return res, fmt.Errorf("object: fold: %w", err)
 	}
@@ -86,57 +65,17 @@ func (s *Tier) Fold(ctx context.Context) (FoldResult, error) {
 	}
 
 	// What goes into each base, and which bases each source touches.
-	into := map[group]*base{}
-	touches := func(objs []*sinkObject) []group {
-		var gs []group
-		for _, o := range objs {
-			for _, ds := range o.Dests {
-				g := groupOf(ds.Topic, ds.Partition)
-				b := into[g]
-				if b == nil {
-					b = &base{Topic: g.topic, Group: g.n}
-					into[g] = b
-				}
-				mergeDest(sinkIn(&b.Sinks, o.Sink), ds)
-				if !slices.Contains(gs, g) {
-					gs = append(gs, g)
-				}
-			}
-		}
-		return gs
-	}
+	into := parts{}
 	deltaGroups := map[string][]group{}
 	for key, d := range deltas {
-		deltaGroups[key] = touches(d.Sinks)
+		deltaGroups[key] = into.add(d.Sinks)
 	}
 	oldGroups := make([][]group, len(olds))
 	for i, l := range olds {
-		oldGroups[i] = touches([]*sinkObject{l.o})
+		oldGroups[i] = into.add([]*sinkObject{l.o})
 	}
 
-	failed := map[group]bool{}
-	groups := make([]string, 0, len(into))
-	byKey := map[string]group{}
-	for g := range into {
-		k := g.key(s.opts.Prefix)
-		groups = append(groups, k)
-		byKey[k] = g
-	}
-	slices.Sort(groups)
-	err = s.each(ctx, groups, func(ctx context.Context, key string) error {
-		g := byKey[key]
-		if err := s.writeBase(ctx, key, into[g]); err != nil {
-			s.opts.Logger.Error("object: fold: a base was not written; what it holds stays where it is for the next fold", "key", key, "err", err)
-			mu.Lock()
-			failed[g] = true
-			mu.Unlock()
-			return nil
-		}
-		mu.Lock()
-		res.Bases++
-		mu.Unlock()
-		return ctx.Err()
-	})
+	failed, err := s.writeBases(ctx, into, &res)
 	if err != nil {
 		return res, fmt.Errorf("object: fold: %w", err)
 	}
@@ -161,17 +100,8 @@ func (s *Tier) Fold(ctx context.Context) (FoldResult, error) {
 			return res, fmt.Errorf("object: fold: writing the fold log of %d checkpoints (their deltas stay, for the next fold): %w", len(names), err)
 		}
 	}
-	err = s.each(ctx, done, func(ctx context.Context, key string) error {
-		if err := s.opts.Blobs.Delete(ctx, key); err != nil {
-			return fmt.Errorf("delete %s of %s (folded; the next fold folds it again, harmlessly): %w", key, s.opts.Blobs.Name(), err)
-		}
-		mu.Lock()
-		res.Deltas++
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("object: fold: %w", err)
+	if err := s.deleteAll(ctx, done, func(n int) { res.Deltas += n }); err != nil {
+		return res, fmt.Errorf("object: fold: %w (folded; the next fold folds it again, harmlessly)", err)
 	}
 	for i, l := range olds {
 		if !landed(oldGroups[i]) {
@@ -195,58 +125,186 @@ func (s *Tier) Fold(ctx context.Context) (FoldResult, error) {
 	return res, nil
 }
 
-// writeBase merges add into the base under key until a conditional write
-// of the merge lands.
-func (s *Tier) writeBase(ctx context.Context, key string, add *base) error {
-	var last error
-	for attempt := 1; ; attempt++ {
-		g, version, err := s.readBase(ctx, key)
-		if err != nil {
-			if unreadable(err) {
-				return err
-			}
-			last = err
-		} else {
-			if g == nil {
-				g = &base{Topic: add.Topic, Group: add.Group}
-			}
-			for _, o := range add.Sinks {
-				into := sinkIn(&g.Sinks, o.Sink)
-				for _, ds := range o.Dests {
-					mergeDest(into, ds)
-				}
-			}
-			_, err := s.opts.Blobs.Put(ctx, key, encodeBase(g), version)
-			if err == nil {
-				return nil
-			}
-			last = err
-		}
-		if attempt >= s.opts.MaxAttempts {
-			return fmt.Errorf("%s: %d attempts: %w", key, attempt, last)
-		}
-		if err := s.sleep(ctx, attempt); err != nil {
-			return fmt.Errorf("%s: %w (after: %w)", key, err, last)
+// readDeltas reads and decodes the deltas under keys. A delta gone was
+// taken by another fold; one that cannot be read is logged, counted in
+// res.Left and left as it is. Any other failure to read fails the fold.
+func (s *Tier) readDeltas(ctx context.Context, keys []string, res *FoldResult) (map[string]*delta, error) {
+	got, failed := s.fetch(ctx, keys)
+	for _, key := range keys {
+		if err := failed[key]; err != nil {
+			return nil, err
 		}
 	}
+	var mu sync.Mutex
+	deltas := make(map[string]*delta, len(got))
+	// Decoded in parallel: a fold of a thousand pods' deltas decodes a
+	// million destinations.
+	err := forEach(ctx, s.opts.Parallel, chunks(keys), func(ctx context.Context, chunk []string) error {
+		for _, key := range chunk {
+			o, ok := got[key]
+			if !ok {
+				continue // another fold took it
+			}
+			d, err := s.deltaAt(key, o.Data)
+			mu.Lock()
+			if err != nil {
+				s.opts.Logger.Error("object: fold: a delta cannot be read and is left as it is; restore it or move it aside", "key", key, "err", err)
+				res.Left++
+			} else {
+				deltas[key] = d
+			}
+			mu.Unlock()
+		}
+		return ctx.Err()
+	})
+	return deltas, err
 }
 
-// mergeDest merges ds into o's state of its destination: ranges by
-// union, the last write the later one.
-func mergeDest(o *sinkObject, ds destState) {
-	i, ok := slices.BinarySearchFunc(o.Dests, ds, func(a, b destState) int {
-		return compareDest(a.Topic, a.Partition, b.Topic, b.Partition)
-	})
-	if !ok {
-		o.Dests = slices.Insert(o.Dests, i, destState{Topic: ds.Topic, Partition: ds.Partition,
-			LastWriter: ds.LastWriter, LastWrite: ds.LastWrite, Ranges: slices.Clone(ds.Ranges)})
-		return
+// parts are, per base, the runs of destinations to merge into it: each a
+// sink's destinations of one group, in order, sliced from what was read
+// (never modified).
+type parts map[group][]*sinkObject
+
+// add adds objs' destinations and returns the groups they touch.
+func (p parts) add(objs []*sinkObject) []group {
+	var gs []group
+	for _, o := range objs {
+		for i := 0; i < len(o.Dests); {
+			g := groupOf(o.Dests[i].Topic, o.Dests[i].Partition)
+			j := i + 1
+			for j < len(o.Dests) && groupOf(o.Dests[j].Topic, o.Dests[j].Partition) == g {
+				j++
+			}
+			p[g] = append(p[g], &sinkObject{Sink: o.Sink, Dests: o.Dests[i:j:j]})
+			if !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
+			i = j
+		}
 	}
-	t := &o.Dests[i]
-	t.Ranges = unionRanges(t.Ranges, ds.Ranges)
-	t.encoded = nil
-	if ds.LastWrite > t.LastWrite {
-		t.LastWriter, t.LastWrite = ds.LastWriter, ds.LastWrite
+	return gs
+}
+
+// writeBases merges into's runs into their bases, each under a
+// conditional write of the merge, read again and merged again until it
+// lands or Options.MaxAttempts run out: in rounds, every base still to
+// write read in one go and written in one go (a few requests on a
+// BatchBlobs). It returns the groups whose base was not written: what
+// they hold stays where it is for the next fold.
+func (s *Tier) writeBases(ctx context.Context, into parts, res *FoldResult) (map[group]bool, error) {
+	failed := map[group]bool{}
+	byKey := make(map[string]group, len(into))
+	pending := make([]string, 0, len(into))
+	for g := range into {
+		k := g.key(s.opts.Prefix)
+		byKey[k] = g
+		pending = append(pending, k)
+	}
+	slices.Sort(pending)
+	giveUp := func(key string, err error) {
+		s.opts.Logger.Error("object: fold: a base was not written; what it holds stays where it is for the next fold", "key", key, "err", err)
+		failed[byKey[key]] = true
+	}
+	for attempt := 1; len(pending) > 0; attempt++ {
+		got, errs := s.fetch(ctx, pending)
+		// Decoded, merged and encoded in parallel: a base is a few
+		// thousand destinations, and a fold writes a thousand bases.
+		slots := make([]*PutRequest, len(pending))
+		var mu sync.Mutex
+		_ = forEach(ctx, s.opts.Parallel, chunks(indexes(len(pending))), func(ctx context.Context, is []int) error {
+			for _, i := range is {
+				key := pending[i]
+				if errs[key] != nil {
+					continue
+				}
+				g := byKey[key]
+				b := &base{Topic: g.topic, Group: g.n}
+				var version string
+				if o, ok := got[key]; ok {
+					var err error
+					if b, err = s.baseAt(key, o.Data); err != nil {
+						mu.Lock()
+						giveUp(key, err) // unreadable: never overwritten
+						mu.Unlock()
+						continue
+					}
+					version = o.Version
+				}
+				for _, o := range into[g] {
+					mergeDests(sinkIn(&b.Sinks, o.Sink), o.Dests)
+				}
+				slots[i] = &PutRequest{Key: key, Data: encodeBase(b), IfMatch: version}
+			}
+			return nil
+		})
+		var puts []PutRequest
+		for _, p := range slots {
+			if p != nil {
+				puts = append(puts, *p)
+			}
+		}
+		_, putErrs := s.putAll(ctx, puts)
+		for i, p := range puts {
+			if putErrs[i] != nil {
+				errs[p.Key] = putErrs[i]
+			} else {
+				res.Bases++
+			}
+		}
+		pending = pending[:0]
+		for key := range errs {
+			pending = append(pending, key)
+		}
+		slices.Sort(pending)
+		if len(pending) == 0 {
+			break
+		}
+		if attempt >= s.opts.MaxAttempts {
+			for _, key := range pending {
+				giveUp(key, fmt.Errorf("%s: %d attempts: %w", key, attempt, errs[key]))
+			}
+			break
+		}
+		if err := s.sleep(ctx, attempt); err != nil {
+			return failed, fmt.Errorf("%d bases left to write: %w (after: %w)", len(pending), err, errs[pending[0]])
+		}
+	}
+	return failed, nil
+}
+
+// indexes is 0 to n-1.
+func indexes(n int) []int {
+	is := make([]int, n)
+	for i := range is {
+		is[i] = i
+	}
+	return is
+}
+
+// mergeDests merges add, sorted and unique, into o's destinations: ranges
+// by union, the last write the later one. One walk of both lists; the
+// destinations o lacks are added at the end and sorted once.
+func mergeDests(o *sinkObject, add []destState) {
+	n := len(o.Dests)
+	i := 0
+	for _, ds := range add {
+		for i < n && compareDest(o.Dests[i].Topic, o.Dests[i].Partition, ds.Topic, ds.Partition) < 0 {
+			i++
+		}
+		if i == n || compareDest(o.Dests[i].Topic, o.Dests[i].Partition, ds.Topic, ds.Partition) != 0 {
+			o.Dests = append(o.Dests, destState{Topic: ds.Topic, Partition: ds.Partition,
+				LastWriter: ds.LastWriter, LastWrite: ds.LastWrite, Ranges: slices.Clone(ds.Ranges)})
+			continue
+		}
+		t := &o.Dests[i]
+		t.Ranges = unionRanges(t.Ranges, ds.Ranges)
+		t.encoded = nil
+		if ds.LastWrite > t.LastWrite {
+			t.LastWriter, t.LastWrite = ds.LastWriter, ds.LastWrite
+		}
+	}
+	if len(o.Dests) > n {
+		slices.SortFunc(o.Dests, func(a, b destState) int { return compareDest(a.Topic, a.Partition, b.Topic, b.Partition) })
 	}
 }
 

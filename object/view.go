@@ -164,26 +164,42 @@ func (s *Tier) readBase(ctx context.Context, key string) (*base, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s of %s: %w", key, s.opts.Blobs.Name(), err)
 	}
-	g, err := decodeBase(data)
+	g, err := s.baseAt(key, data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)
-	}
-	if (group{g.Topic, g.Group}).key(s.opts.Prefix) != key {
-		return nil, "", fmt.Errorf("%s of %s (left as it is): %w: it holds topic %q group %d, another key's", key, s.opts.Blobs.Name(), ErrCorruptObject, g.Topic, g.Group)
+		return nil, "", err
 	}
 	return g, version, nil
+}
+
+// baseAt decodes data, read under key, checking that it is the base its
+// key names.
+func (s *Tier) baseAt(key string, data []byte) (*base, error) {
+	g, err := decodeBase(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s of %s (left as it is): %w", key, s.opts.Blobs.Name(), err)
+	}
+	if (group{g.Topic, g.Group}).key(s.opts.Prefix) != key {
+		return nil, fmt.Errorf("%s of %s (left as it is): %w: it holds topic %q group %d, another key's", key, s.opts.Blobs.Name(), ErrCorruptObject, g.Topic, g.Group)
+	}
+	return g, nil
 }
 
 // each calls fn for every key, Options.Parallel at a time; the first error
 // stops it.
 func (s *Tier) each(ctx context.Context, keys []string, fn func(context.Context, string) error) error {
-	if len(keys) == 1 {
-		return fn(ctx, keys[0])
+	return forEach(ctx, s.opts.Parallel, keys, fn)
+}
+
+// forEach calls fn for every item, parallel at a time; the first error
+// stops it.
+func forEach[T any](ctx context.Context, parallel int, items []T, fn func(context.Context, T) error) error {
+	if len(items) == 1 {
+		return fn(ctx, items[0])
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.opts.Parallel)
-	for _, key := range keys {
-		g.Go(func() error { return fn(ctx, key) })
+	g.SetLimit(parallel)
+	for _, item := range items {
+		g.Go(func() error { return fn(ctx, item) })
 	}
 	return g.Wait()
 }

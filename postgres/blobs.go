@@ -37,7 +37,8 @@ type Blobs struct {
 	stats struct{ gets, puts, lists, deletes, bytesIn, bytesOut atomic.Int64 }
 }
 
-// BlobStats count a Blobs' statements since Open.
+// BlobStats count a Blobs' statements since Open: a GetMany, PutMany or
+// DeleteMany is one Get, Put or Delete, whatever its keys.
 type BlobStats struct {
 	Gets, Puts, Lists, Deletes int64
 	// BytesIn is what Puts that wrote carried in; BytesOut what Gets

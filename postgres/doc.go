@@ -58,8 +58,11 @@
 // digest, and never touched by another writer; FoldDeltas (the fleet
 // role's fold job) merges deltas into bases under a conditional write, a
 // base only grows, and a delta is deleted only after every base it
-// touches was written with it. A checkpoint costs one INSERT of the bytes
-// it carries, whatever its destinations.
+// touches was written with it. Blobs is also an object.BatchBlobs, so a
+// fold reads, writes and deletes 128 keys a statement (a write's rows
+// each under its own condition, committed together or not at all). A
+// checkpoint costs one INSERT of the bytes it carries, whatever its
+// destinations.
 //
 // Every read (Coverage, LastWrites, TopicSinks, Landed) returns the union
 // of the coverage rows and of the deltas layout, whatever Options.Layout

@@ -25,6 +25,7 @@ type pod struct {
 	rng    *rand.Rand
 	opts   *Options
 	dests  []coverage.Destination // partition-major: partition k's sinks at k*Sinks...
+	order  []int                  // dests' indexes in destination order
 	next   []uint64               // per owned partition: the next batch id
 	model  [][]coverage.Range     // per destination: every recorded range, ascending, merged
 	tier   durable.Tier
@@ -49,6 +50,11 @@ func newPod(o *Options, id int, tier durable.Tier) *pod {
 			p.dests = append(p.dests, coverage.Destination{Sink: sinkName(s), Topic: topic, Partition: int32(g % o.PartitionsPerTopic)})
 		}
 	}
+	p.order = make([]int, len(p.dests))
+	for i := range p.order {
+		p.order[i] = i
+	}
+	slices.SortFunc(p.order, func(a, b int) int { return p.dests[a].Compare(p.dests[b]) })
 	p.next = make([]uint64, o.PartitionsPerPod)
 	p.model = make([][]coverage.Range, len(p.dests))
 	p.pending = make([][]coverage.Range, len(p.dests))
@@ -152,9 +158,11 @@ func (p *pod) checkpoint(ctx context.Context) (bool, error) {
 		_, err := p.mirror.Checkpoint(ctx)
 		return err == nil, nil // a failed checkpoint stays pending in the Mirror
 	}
+	// In destination order, as a real pod's local tier hands its pending
+	// ranges over.
 	c := durable.Checkpoint{Writer: p.name}
-	for i, rs := range p.pending {
-		if len(rs) > 0 {
+	for _, i := range p.order {
+		if rs := p.pending[i]; len(rs) > 0 {
 			// A copy: the tier may keep what it was given, and pending grows in place.
 			c.Ranges = append(c.Ranges, coverage.DestinationRanges{Destination: p.dests[i], Ranges: slices.Clone(rs)})
 		}
