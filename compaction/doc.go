@@ -18,4 +18,8 @@
 //
 // A merged row keeps the latest recorded_at of the rows it merged, so that
 // lag in time does not restart at every compaction.
+//
+// Compact and Maintain work on the coverage table only: the gap states
+// table beside it (gap_states) keeps its snapshots and files, and no row
+// of it is ever read as coverage.
 package compaction

@@ -53,6 +53,21 @@
 // covmirror.schema); a table of the first shape, partitioned by the raw
 // name, is refused with ErrIncompatibleTable.
 //
+// # Gap states
+//
+// The gap_states table (StatesTableName, kind gap_states/1, unpartitioned)
+// beside the coverage table holds the tier's gapstate.Events, one row
+// each: event_id, sink, topic, partition, range_start, range_end, state,
+// reason, decided_by, decided_at (to the microsecond), all required. It is
+// a set keyed by event_id: AppendStates is one append commit (retried as
+// coverage appends are), and a commit that landed twice is harmless, since
+// States keeps one event per ID. Open creates the table when missing, the
+// migration of a deployment made before it; the coverage table is never
+// altered for it, so no reader of the coverage table, of any version, can
+// take a state for coverage. The coverage table's rewrites, expiry and
+// orphan sweep never touch it (the sweep refuses a location another table
+// of the namespace lies within).
+//
 // Snapshot summaries carry covmirror.writer, covmirror.checkpoint,
 // covmirror.payload and covmirror.version (the writer's covmirror
 // version). The

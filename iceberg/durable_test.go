@@ -314,19 +314,29 @@ func TestHostileSinkNamesStayInTheTable(t *testing.T) {
 			t.Fatalf("SinkOf named no file's sink %q", name)
 		}
 	}
-	assertOnlyUnder(t, root, loc, state)
+	// The gap states table beside it is the tier's too.
+	st, err := tbl.StatesTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stLoaded, _ := st.Load(ctx)
+	assertOnlyUnder(t, root, loc, state, localPath(t, stLoaded.Location()))
 }
 
-// assertOnlyUnder fails for any file under root but outside loc, other
-// than the catalog's own files in state.
-func assertOnlyUnder(t *testing.T, root, loc, state string) {
+// assertOnlyUnder fails for any file under root but outside loc (and
+// the other locations given), other than the catalog's own files in state.
+func assertOnlyUnder(t *testing.T, root, loc, state string, others ...string) {
 	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if strings.HasPrefix(path, loc+string(filepath.Separator)) ||
-			filepath.Dir(path) == state && strings.HasPrefix(filepath.Base(path), "catalog.db") {
+		for _, l := range append([]string{loc}, others...) {
+			if strings.HasPrefix(path, l+string(filepath.Separator)) {
+				return nil
+			}
+		}
+		if filepath.Dir(path) == state && strings.HasPrefix(filepath.Base(path), "catalog.db") {
 			return nil
 		}
 		t.Errorf("file outside the table's location: %s", path)

@@ -3,6 +3,8 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -36,9 +38,38 @@ func (t *Table) DeleteOrphanFiles(ctx context.Context, olderThan time.Duration, 
 	if err != nil || tbl.CurrentSnapshot() == nil {
 		return OrphanResult{}, err
 	}
+	if err := t.noTableWithin(ctx, tbl.Location()); err != nil {
+		return OrphanResult{}, err
+	}
 	cleaned, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(olderThan), table.WithDryRun(dryRun))
 	if err != nil {
 		return OrphanResult{}, fmt.Errorf("iceberg: orphan cleanup of %s: %w", t.Name(), err)
 	}
 	return OrphanResult{Files: len(cleaned.OrphanFileLocations), Bytes: cleaned.TotalSizeBytes, Deleted: len(cleaned.DeletedFiles)}, nil
+}
+
+// noTableWithin refuses a sweep of location when another table of the
+// namespace (the gap states table, the positions table, a sink's table)
+// lies under it: every file of that table is unreferenced by this one, and
+// the sweep would delete them. Tables a catalog places by default are
+// siblings; a location set by hand may nest them.
+func (t *Table) noTableWithin(ctx context.Context, location string) error {
+	root := strings.TrimSuffix(location, "/") + "/"
+	namespace := append(table.Identifier{}, t.ident[:len(t.ident)-1]...)
+	for ident, err := range t.cat.ListTables(ctx, namespace) {
+		if err != nil {
+			return fmt.Errorf("iceberg: orphan cleanup of %s: listing the tables beside it, to keep their files: %w", t.Name(), err)
+		}
+		if slices.Equal(ident, t.ident) {
+			continue
+		}
+		other, err := t.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return fmt.Errorf("iceberg: orphan cleanup of %s: loading %q, to keep its files: %w", t.Name(), strings.Join(ident, "."), err)
+		}
+		if loc := strings.TrimSuffix(other.Location(), "/") + "/"; strings.HasPrefix(loc, root) {
+			return fmt.Errorf("iceberg: orphan cleanup of %s refused: table %q lies within its location %q, and the sweep would delete its files; move that table elsewhere", t.Name(), strings.Join(ident, "."), location)
+		}
+	}
+	return nil
 }

@@ -105,8 +105,12 @@ func checkSpec(ident string, tbl *table.Table, want ice.PartitionSpec, kind stri
 	for i := 0; ok && i < got.NumFields(); i++ {
 		g, w := got.Field(i), want.Field(i)
 		src, found := tbl.Schema().FindFieldByID(g.SourceID())
-		wantSrc, _ := CoverageOrPositions(kind).FindFieldByID(w.SourceID())
+		wantSrc, _ := SchemaOf(kind).FindFieldByID(w.SourceID())
 		ok = found && src.Name == wantSrc.Name && g.Transform.Equals(w.Transform)
+	}
+	if !ok && want.NumFields() == 0 {
+		return fmt.Errorf("%w: table %s is partitioned as %s, want it unpartitioned (a %s table): covmirror never alters a table: drop or rename that table so that covmirror can create its own",
+			ErrIncompatibleTable, ident, got.String(), kind)
 	}
 	if !ok {
 		return fmt.Errorf("%w: table %s is partitioned as %s, want %s (a %s table): an older covmirror table partitioned by the raw name, which iceberg-go puts unescaped into paths; covmirror never alters a table: point it at a new table name (Options.Name) and re-checkpoint into it, copying the old rows with %s = PathKey(name) if their history is needed",
@@ -118,10 +122,13 @@ func checkSpec(ident string, tbl *table.Table, want ice.PartitionSpec, kind stri
 	return nil
 }
 
-// CoverageOrPositions is the schema of a table kind.
-func CoverageOrPositions(kind string) *ice.Schema {
-	if kind == KindPositions {
+// SchemaOf is the schema of a table kind.
+func SchemaOf(kind string) *ice.Schema {
+	switch kind {
+	case KindPositions:
 		return PositionsSchema()
+	case KindStates:
+		return StatesSchema()
 	}
 	return CoverageSchema()
 }

@@ -36,6 +36,7 @@ const (
 const (
 	KindCoverage  = "coverage/2"
 	KindPositions = "positions/2"
+	KindStates    = "gap_states/1"
 )
 
 // Options configures Open. Zero values are documented defaults.
@@ -99,6 +100,10 @@ type Table struct {
 
 	conflicts    atomic.Uint64 // commit attempts that lost to another writer
 	lastConflict atomic.Int64  // when the last one lost, in Unix ns; 0: never
+
+	// gap is the gap_states table beside a coverage table (states.go);
+	// zero for the tables it opens and for the positions table.
+	gap gapStates
 }
 
 // CommitConflicts is how many commit attempts of this Table lost to
@@ -111,12 +116,31 @@ var _ durable.ConflictCounter = (*Table)(nil)
 // Open opens the coverage table, creating the namespace and the table if
 // missing. An existing table with an incompatible schema fails with
 // ErrIncompatibleTable and is left as it is.
+//
+// It opens the gap_states table beside it too, creating it when missing:
+// that is how a deployment made before gap states gains it. A failure
+// there (a catalog that lets this process read but not create tables, an
+// incompatible table of that name) does not fail Open: it is logged, and
+// AppendStates and States try again and return it.
 func Open(ctx context.Context, cat catalog.Catalog, opts Options) (*Table, error) {
 	order, err := CoverageSortOrder()
 	if err != nil {
 		return nil, err
 	}
-	return openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), order, KindCoverage)
+	named := opts
+	named.EnsureDefaults()
+	if named.Name == StatesTableName {
+		return nil, fmt.Errorf("iceberg: the coverage table cannot be named %q: that is the gap states table beside it; choose another Options.Name", StatesTableName)
+	}
+	t, err := openTable(ctx, cat, opts, opts.Name, CoverageSchema(), CoverageSpec(), order, KindCoverage)
+	if err != nil {
+		return nil, err
+	}
+	t.gap.enabled = true
+	if _, err := t.statesTable(ctx); err != nil {
+		t.opts.Logger.Warn("the gap states table could not be opened; recording or reading refused, unrecoverable or waived ranges will try again", "table", t.Name(), "err", err)
+	}
+	return t, nil
 }
 
 // openTable opens or creates the table name in opts.Namespace with schema,

@@ -12,4 +12,9 @@
 // others are copied. A copy that fails leaves the table as it was, lagging
 // until the next run. Nothing here plans from the table; planners read the
 // primary.
+//
+// The primary's gap states (package gapstate) are copied into the gap
+// states table beside the coverage table, never into the coverage table:
+// the events the table lacks, by ID, appended (ReplicateStates). Like every
+// tier's states they merge by union; nothing is removed or replaced.
 package replica

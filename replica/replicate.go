@@ -51,6 +51,7 @@ type Result struct {
 	Raced     int `json:"raced"`     // sinks skipped: a compaction replaced their files meanwhile
 	Extra     int `json:"extra"`     // sinks the table has and the primary has not, left as they are
 	Corrupt   int `json:"corrupt"`   // sinks left as they are: their files hold a row that is not theirs or not valid
+	States    int `json:"states"`    // gap states the table lacked and was given (ReplicateStates)
 }
 
 // Replicate makes the coverage table a mirror of the primary: per sink, the
@@ -145,6 +146,9 @@ func Replicate(ctx context.Context, primary durable.Tier, table *iceberg.Table, 
 		if tbl, err = table.Load(ctx); err != nil {
 			return res, fmt.Errorf("replica: replicate into %s: %w", table.Name(), err)
 		}
+	}
+	if res.States, err = ReplicateStates(ctx, primary, table, opts); err != nil {
+		return res, errors.Join(append(corrupt, err)...)
 	}
 	return res, errors.Join(corrupt...)
 }

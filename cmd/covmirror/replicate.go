@@ -50,6 +50,9 @@ func runReplicate(ctx context.Context, g *globals, args []string) error {
 		return errors.Join(json.NewEncoder(g.stdout).Encode(res), corrupt)
 	}
 	fmt.Fprintf(g.stdout, "replicated %s into %s: %d sinks, %d replaced, %d unchanged", primary.Name(), table.Name(), res.Sinks, res.Replaced, res.Unchanged)
+	if res.States > 0 {
+		fmt.Fprintf(g.stdout, ", %d gap states copied", res.States)
+	}
 	if res.Raced > 0 {
 		fmt.Fprintf(g.stdout, ", %d left for the next run (a compaction rewrote them meanwhile)", res.Raced)
 	}
