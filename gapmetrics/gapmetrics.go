@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/recovery"
 )
 
 // Options configures New. Zero values are documented
@@ -21,6 +23,10 @@ import (
 type Options struct {
 	// Table is the durable coverage table the gaps are read from. Required.
 	Table *iceberg.Table
+	// States are the gap states (package gapstate) that hold gaps out of
+	// the replay plan; those gaps are counted by their kind. Zero value:
+	// Table's own when it keeps them (durable.StateStore), else none.
+	States durable.StateStore
 	// Reference is raw's sink name. Zero value: coverage.RawSink.
 	Reference string
 	// Sinks are sinks every reference partition is written to, besides
@@ -40,12 +46,13 @@ type Options struct {
 	// Timeout bounds one refresh. Zero value: Interval.
 	Timeout time.Duration
 	// MaxSinks bounds the per-sink series exported: sink names are chosen
-	// by the callers that record, and each exported sink costs three
-	// series. Past MaxSinks sinks, the MaxSinks with the most missing
-	// batches are exported by name, the reference always, and the rest
-	// summed into one series labelled sink="(other)" (gaps and missing
-	// batches summed, the oldest gap's age the oldest of theirs). Sinks
-	// still returns every sink. Zero value: DefaultMaxSinks.
+	// by the callers that record, and each exported sink costs nine
+	// series (three for the reference). Past MaxSinks sinks, the MaxSinks
+	// with the most missing batches not waived are exported by name, the
+	// reference always, and the rest summed into one series labelled
+	// sink="(other)" (gaps and missing batches summed, the oldest gap's age
+	// the oldest of theirs). Sinks still returns every sink. Zero value:
+	// DefaultMaxSinks.
 	MaxSinks int
 	// Logger receives failed refreshes. Zero value: discard.
 	Logger *slog.Logger
@@ -58,7 +65,7 @@ const (
 	// DefaultInterval is the time between refreshes: each reads the whole
 	// table, so it is minutes, not seconds.
 	DefaultInterval = 2 * time.Minute
-	// DefaultMaxSinks bounds the sinks exported by name (three series each).
+	// DefaultMaxSinks bounds the sinks exported by name (nine series each).
 	DefaultMaxSinks = 100
 )
 
@@ -97,14 +104,53 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// SinkGaps is one sink's gaps in the durable table as of a refresh. For the
-// reference they are its own holes (recovery.Plan's verify-reference tasks).
+// SinkGaps is one sink's gaps in the durable table as of a refresh: those
+// a replay closes (recovery.Plan's tasks), and apart, by kind, those the
+// gap states hold out of the plan. For the reference they are its own
+// holes (recovery.Plan's verify-reference tasks), which no state holds.
 type SinkGaps struct {
-	Gaps           uint64 // maximal missing ranges
+	Gaps           uint64 // maximal missing ranges a replay closes
 	MissingBatches uint64 // batches in them, saturating at 2^64-1
-	// OldestSince is when the oldest gap was first known to exist; zero
-	// without gaps. See Metrics for what "known" means.
+	// OldestSince is when the oldest of those gaps was first known to
+	// exist; zero without gaps. See Metrics for what "known" means.
 	OldestSince time.Time
+	// Refused, Unrecoverable and Waived are the gaps held out of the plan
+	// in each state (recovery.CommittedGaps lists them).
+	Refused, Unrecoverable, Waived Held
+}
+
+// Held counts one sink's gaps of one held kind. A held gap is still
+// missing: it is never coverage, only out of the replay plan.
+type Held struct {
+	Gaps           uint64 // ranges, cut where their decisions differ
+	MissingBatches uint64 // batches in them, saturating at 2^64-1
+}
+
+func (h *Held) add(o Held) {
+	h.Gaps = coverage.AddSaturating(h.Gaps, o.Gaps)
+	h.MissingBatches = coverage.AddSaturating(h.MissingBatches, o.MissingBatches)
+}
+
+// held returns s's count of kind k, nil for a kind no state holds.
+func (s *SinkGaps) held(k recovery.TaskKind) *Held {
+	switch k {
+	case recovery.KindRefused:
+		return &s.Refused
+	case recovery.KindUnrecoverable:
+		return &s.Unrecoverable
+	case recovery.KindWaived:
+		return &s.Waived
+	}
+	return nil
+}
+
+// heldKinds are the kinds exported apart, in order.
+var heldKinds = []recovery.TaskKind{recovery.KindRefused, recovery.KindUnrecoverable, recovery.KindWaived}
+
+// attention is how much of s an operator must act on: every missing batch
+// but the waived ones, for choosing the sinks exported by name.
+func (s *SinkGaps) attention() uint64 {
+	return coverage.AddSaturating(s.MissingBatches, coverage.AddSaturating(s.Refused.MissingBatches, s.Unrecoverable.MissingBatches))
 }
 
 // Metrics is a Prometheus collector of every sink's gaps in the durable
@@ -210,7 +256,8 @@ func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		ma, mb := sinks[a].MissingBatches, sinks[b].MissingBatches
+		sa, sb := sinks[a], sinks[b]
+		ma, mb := sa.attention(), sb.attention()
 		switch {
 		case ma > mb:
 			return -1
@@ -232,6 +279,9 @@ func capSinks(sinks map[string]SinkGaps, reference string, limit int) map[string
 		}
 		other.Gaps = coverage.AddSaturating(other.Gaps, s.Gaps)
 		other.MissingBatches = coverage.AddSaturating(other.MissingBatches, s.MissingBatches)
+		for _, k := range heldKinds {
+			other.held(k).add(*s.held(k))
+		}
 		if !s.OldestSince.IsZero() && (other.OldestSince.IsZero() || s.OldestSince.Before(other.OldestSince)) {
 			other.OldestSince = s.OldestSince
 		}
@@ -253,14 +303,14 @@ func (g *Metrics) Sinks() map[string]SinkGaps {
 
 var gapDescs = map[string]*prometheus.Desc{
 	"gaps": prometheus.NewDesc("covmirror_sink_gaps",
-		"Gaps of the sink in the durable coverage table: ranges of batches the reference (raw) holds that the sink lacks; for the reference itself, holes in its own coverage to verify against raw. As of the last successful gap refresh.",
-		[]string{"sink"}, nil),
+		"Gaps of the sink in the durable coverage table: ranges of batches the reference (raw) holds that the sink lacks, by kind: replay (a replay closes them), refused (the sink refuses them), unrecoverable (raw no longer holds them), waived (an operator accepted their loss); for the reference itself, kind verify-reference, holes in its own coverage to verify against raw. As of the last successful gap refresh.",
+		[]string{"sink", "kind"}, nil),
 	"missing": prometheus.NewDesc("covmirror_sink_missing_batches",
-		"Batches in the sink's gaps (for the reference, in its holes): what a replay would send. As of the last successful gap refresh.",
-		[]string{"sink"}, nil),
+		"Batches in the sink's gaps of the kind (for the reference, in its holes); kind replay is what a replay would send. As of the last successful gap refresh.",
+		[]string{"sink", "kind"}, nil),
 	"age": prometheus.NewDesc("covmirror_sink_oldest_gap_age_seconds",
-		"Age of the sink's oldest gap: since the coverage table first showed it, or this process first saw it, whichever is longer; 0 without gaps.",
-		[]string{"sink"}, nil),
+		"Age of the sink's oldest gap a replay closes (kind replay; verify-reference for the reference's holes): since the coverage table first showed it, or this process first saw it, whichever is longer; 0 without gaps.",
+		[]string{"sink", "kind"}, nil),
 	"success": prometheus.NewDesc("covmirror_gap_refresh_last_success_timestamp_seconds",
 		"When the gap metrics were last read from the coverage table successfully; absent until then.", nil, nil),
 	"refreshes": prometheus.NewDesc("covmirror_gap_refreshes_total",
@@ -290,13 +340,27 @@ func (g *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(gapDescs[name], prometheus.GaugeValue, v, labels...)
 	}
 	for sink, s := range g.exported {
-		gauge("gaps", float64(s.Gaps), sink)
-		gauge("missing", float64(s.MissingBatches), sink)
+		kind := string(recovery.KindReplay)
+		if sink == g.opts.Reference {
+			kind = string(recovery.KindVerifyReference)
+		}
+		gauge("gaps", float64(s.Gaps), sink, kind)
+		gauge("missing", float64(s.MissingBatches), sink, kind)
 		age := 0.0
 		if !s.OldestSince.IsZero() {
 			age = max(now.Sub(s.OldestSince).Seconds(), 0)
 		}
-		gauge("age", age, sink)
+		gauge("age", age, sink, kind)
+		if sink == g.opts.Reference {
+			continue // no state holds a hole of the reference
+		}
+		// Zeros too, so that a reopened or covered range clears its
+		// series at the next scrape rather than when it goes stale.
+		for _, k := range heldKinds {
+			h := s.held(k)
+			gauge("gaps", float64(h.Gaps), sink, string(k))
+			gauge("missing", float64(h.MissingBatches), sink, string(k))
+		}
 	}
 	if !g.lastOK.IsZero() {
 		gauge("success", float64(g.lastOK.UnixNano())/1e9)

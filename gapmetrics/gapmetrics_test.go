@@ -43,7 +43,9 @@ func appendAt(t *testing.T, tbl *iceberg.Table, name string, rows ...any) (befor
 	return before, after
 }
 
-// metricValues collects c into "name{sink}" -> value.
+// metricValues collects c into "name{sink}" -> value for the gaps a
+// replay closes (kind replay, or verify-reference for the reference), and
+// "name{sink}{kind}" for the held kinds.
 func metricValues(t *testing.T, c prometheus.Collector) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -53,9 +55,16 @@ func metricValues(t *testing.T, c prometheus.Collector) map[string]float64 {
 	out := map[string]float64{}
 	for _, f := range gather(t, reg) {
 		for _, m := range f.GetMetric() {
-			key := f.GetName()
+			key, kind := f.GetName(), ""
 			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					kind = l.GetValue()
+					continue
+				}
 				key += "{" + l.GetValue() + "}"
+			}
+			if kind != "" && kind != "replay" && kind != "verify-reference" {
+				key += "{" + kind + "}"
 			}
 			switch {
 			case m.GetGauge() != nil:
@@ -325,7 +334,7 @@ func TestGapMetricsMaxSinks(t *testing.T) {
 	v := metricValues(t, g)
 	series := 0
 	for k := range v {
-		if strings.HasPrefix(k, "covmirror_sink_missing_batches{") {
+		if strings.HasPrefix(k, "covmirror_sink_missing_batches{") && strings.Count(k, "{") == 1 {
 			series++
 		}
 	}

@@ -5,12 +5,14 @@ package gapmetrics
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/recovery"
 )
@@ -28,7 +30,11 @@ func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	if g.opts.Extents != nil {
 		extents = g.opts.Extents()
 	}
-	tasks, err := recovery.PlanCoverage(all, recovery.PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents})
+	events, err := g.states(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tasks, held, err := recovery.PlanCoverageHeld(all, recovery.PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents, States: events})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +68,31 @@ func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 		out[task.Destination.Sink] = s
 	}
 	g.seen = seen // closed gaps are forgotten: memory stays one entry per gap
+	for _, h := range held {
+		s := out[h.Sink]
+		if c := s.held(h.Kind); c != nil {
+			c.add(Held{Gaps: 1, MissingBatches: h.End - h.Start})
+		}
+		out[h.Sink] = s
+	}
 	return out, nil
+}
+
+// states reads every gap state from Options.States, or from the table when
+// it keeps them; none from a table that does not.
+func (g *Metrics) states(ctx context.Context) ([]gapstate.Event, error) {
+	s := g.opts.States
+	if s == nil {
+		var ok bool
+		if s, ok = any(g.opts.Table).(durable.StateStore); !ok {
+			return nil, nil
+		}
+	}
+	events, err := s.States(ctx, durable.Filter{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the gap states: %w", err)
+	}
+	return events, nil
 }
 
 // readRows reads every row of the table: the merged coverage per

@@ -245,14 +245,7 @@ func planHeld(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, []
 // definition the gap metrics share. opts is used as it is, without
 // EnsureDefaults; its Select and Only restrict the plan as Plan's do.
 func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, error) {
-	if err := validSinks(opts.Sinks); err != nil {
-		return nil, err
-	}
-	in := planInput{all: all, states: byPartition(opts.States)}
-	if len(all) > 0 && !hasSink(all, opts.Reference) {
-		return nil, &NoReferenceError{Reference: opts.Reference, Sinks: sinkNames(all)}
-	}
-	tasks, _, err := planCoverage(in, opts)
+	tasks, _, err := PlanCoverageHeld(all, opts)
 	return tasks, err
 }
 

@@ -6,6 +6,11 @@
 // 10,000 destinations stays small, with sink and topic filters to zoom into
 // partition bars.
 //
+// A gap a replay cannot close (a gap state of package gapstate holds it:
+// refused, unrecoverable, waived) is drawn in its own colour and listed
+// under its bar with the decision behind it, the reason quoted as the
+// decider's text; it is still counted as missing.
+//
 // Gaps come from the durable tier only, exactly as the recovery worker and
 // the gaps command see them (recovery.Plan over the coverage table, with the
 // source's acked extents TableSource.Extents gives, so a stream's lost

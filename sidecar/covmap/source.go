@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/recovery"
@@ -32,6 +34,13 @@ type Gap struct {
 	// recorded_at of the rows it merged, so the gap may be older than
 	// Since: never younger.
 	Since *time.Time
+	// Kind is recovery.KindReplay (or KindVerifyReference for a hole of
+	// the reference), or the held kind a gap state gives it: refused,
+	// unrecoverable, waived. A held gap is still a gap, out of the
+	// replay plan only.
+	Kind recovery.TaskKind
+	// Decision is the recorded decision behind a held kind; nil otherwise.
+	Decision *recovery.Decision
 }
 
 // Committed is the durable tier as of one table snapshot.
@@ -102,6 +111,10 @@ type TableSource struct {
 	// Sinks are sinks every topic is written to, drawn besides those with
 	// rows (recovery.PlanOptions.Sinks). Zero value: the sinks with rows.
 	Sinks []string
+	// States are the gap states, which give gaps their held kinds. Zero
+	// value: Table's own when it keeps them (durable.StateStore), else
+	// none.
+	States durable.StateStore
 }
 
 // consistentReads bounds how often Committed rereads a table that changed
@@ -125,7 +138,16 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if s.Extents != nil {
 			extents = s.Extents()
 		}
-		tasks, err := recovery.Plan(ctx, s.Table, recovery.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks})
+		opts := recovery.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks}
+		if s.States != nil {
+			if opts.States, err = s.States.States(ctx, durable.Filter{}); err != nil {
+				return Committed{}, fmt.Errorf("covmap: reading the gap states: %w", err)
+			}
+			if opts.States == nil {
+				opts.States = []gapstate.Event{} // none: not "read them from the table"
+			}
+		}
+		tasks, held, err := recovery.PlanHeld(ctx, s.Table, opts)
 		if err != nil {
 			var nre *recovery.NoReferenceError
 			if errors.As(err, &nre) {
@@ -151,7 +173,7 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 			return Committed{}, err
 		}
 		c.Covered = covered
-		c.Gaps = gapsWithAges(tasks, dating)
+		c.Gaps = gapsWithAges(tasks, held, dating)
 		return c, nil
 	}
 }
@@ -185,16 +207,29 @@ func scanRows(ctx context.Context, tbl *table.Table, ref string) (*recovery.Dati
 	return dating, covered, nil
 }
 
-// gapsWithAges turns the plan's tasks into gaps dated by the rows that show
-// them (see Gap.Since).
-func gapsWithAges(tasks []recovery.Task, dating *recovery.Dating) []Gap {
-	gaps := make([]Gap, 0, len(tasks))
+// gapsWithAges turns the plan's tasks and held gaps into gaps dated by the
+// rows that show them (see Gap.Since), ordered by destination and start.
+func gapsWithAges(tasks []recovery.Task, held []recovery.Gap, dating *recovery.Dating) []Gap {
+	gaps := make([]Gap, 0, len(tasks)+len(held))
 	for _, t := range tasks {
-		g := Gap{Destination: t.Destination, Range: t.Range}
+		g := Gap{Destination: t.Destination, Range: t.Range, Kind: cmp.Or(t.Kind, recovery.KindReplay)}
 		if at, ok := dating.Since(t); ok {
 			g.Since = &at
 		}
 		gaps = append(gaps, g)
 	}
+	for _, h := range held {
+		// A held gap is a sink's gap, dated as one.
+		t := recovery.Task{Destination: coverage.Destination{Sink: h.Sink, Topic: h.Topic, Partition: h.Partition},
+			Range: coverage.Range{Start: h.Start, End: h.End}, Kind: recovery.KindReplay}
+		g := Gap{Destination: t.Destination, Range: t.Range, Kind: h.Kind, Decision: h.Decision}
+		if at, ok := dating.Since(t); ok {
+			g.Since = &at
+		}
+		gaps = append(gaps, g)
+	}
+	slices.SortStableFunc(gaps, func(a, b Gap) int {
+		return cmp.Or(a.Destination.Compare(b.Destination), cmp.Compare(a.Range.Start, b.Range.Start))
+	})
 	return gaps
 }

@@ -28,6 +28,22 @@ type bar struct {
 	GapBatches     uint64     `json:"gap_batches"`
 	PendingBatches uint64     `json:"pending_batches"`
 	OldestGapSince *time.Time `json:"oldest_gap_since,omitempty"`
+	// Held are the gaps a replay cannot close (Gaps holds the others),
+	// with their kind and decision; HeldMore says how many were cut.
+	Held     []heldView `json:"held"`
+	HeldMore int        `json:"held_more,omitempty"`
+}
+
+// heldView is one gap of a held kind on a bar, with the decision behind
+// it. Reason is the decider's own text: the page must escape it.
+type heldView struct {
+	Start  string    `json:"start"`
+	End    string    `json:"end"`
+	Kind   string    `json:"kind"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Event  string    `json:"event"`
 }
 
 type partitionView struct {
@@ -48,14 +64,30 @@ type agg struct {
 	MissingBatches uint64     `json:"missing_batches"`
 	PendingBatches uint64     `json:"pending_batches"`
 	OldestGapSince *time.Time `json:"oldest_gap_since,omitempty"`
+	// MissingBatches counts every missing batch, held ones included: a
+	// state never makes a gap smaller. These say how many are held.
+	RefusedBatches       uint64 `json:"refused_batches"`
+	UnrecoverableBatches uint64 `json:"unrecoverable_batches"`
+	WaivedBatches        uint64 `json:"waived_batches"`
 }
 
 func (a *agg) add(d *destState) {
 	a.Destinations++
-	if len(d.gaps) > 0 {
+	if len(d.gaps)+len(d.held) > 0 {
 		a.WithGaps++
 	}
-	a.Gaps += len(d.gaps)
+	a.Gaps += len(d.gaps) + len(d.held)
+	for _, g := range d.held {
+		n := g.Range.Len()
+		switch g.Kind {
+		case recovery.KindRefused:
+			a.RefusedBatches = coverage.AddSaturating(a.RefusedBatches, n)
+		case recovery.KindUnrecoverable:
+			a.UnrecoverableBatches = coverage.AddSaturating(a.UnrecoverableBatches, n)
+		case recovery.KindWaived:
+			a.WaivedBatches = coverage.AddSaturating(a.WaivedBatches, n)
+		}
+	}
 	// Saturating, as the gap metrics' sums: a wrapped sum would hide a loss.
 	a.MissingBatches = coverage.AddSaturating(a.MissingBatches, d.gapBatches)
 	a.PendingBatches = coverage.AddSaturating(a.PendingBatches, d.pending.Batches())
@@ -103,8 +135,9 @@ type mapView struct {
 type destState struct {
 	sink       string
 	covered    *coverage.RangeSet
-	gaps       []coverage.Range
-	gapBatches uint64
+	gaps       []coverage.Range // a replay closes them
+	held       []Gap            // held kinds, apart
+	gapBatches uint64           // both
 	oldest     *time.Time
 	pending    coverage.RangeSet
 }
@@ -156,7 +189,11 @@ func index(c *Committed, pending []Pending) map[recovery.TopicPartition]*partSta
 	for _, g := range c.Gaps {
 		p := part(g.Destination)
 		ds := p.dest(g.Destination.Sink)
-		ds.gaps = append(ds.gaps, g.Range)
+		if g.Kind.Held() {
+			ds.held = append(ds.held, g)
+		} else {
+			ds.gaps = append(ds.gaps, g.Range)
+		}
 		ds.gapBatches = coverage.AddSaturating(ds.gapBatches, g.Range.Len())
 		if g.Since != nil && (ds.oldest == nil || g.Since.Before(*ds.oldest)) {
 			ds.oldest = g.Since
@@ -277,7 +314,7 @@ func build(parts map[recovery.TopicPartition]*partState, ref string, q query, o 
 
 func hasWork(bars []bar) bool {
 	for _, b := range bars {
-		if b.Gaps != "" || b.Pending != "" {
+		if b.Gaps != "" || b.Pending != "" || len(b.Held) > 0 {
 			return true
 		}
 	}
@@ -300,6 +337,18 @@ func partitionBars(p *partState, ref, sink string, maxRanges int) []bar {
 		b.Covered, b.CoveredMore = formatRanges(d.covered.Ranges(), maxRanges)
 		b.Gaps, b.GapsMore = formatRanges(d.gaps, maxRanges)
 		b.Pending, b.PendingMore = formatRanges(d.pending.Ranges(), maxRanges)
+		b.Held = []heldView{}
+		for i, g := range d.held {
+			if i == maxRanges {
+				b.HeldMore = len(d.held) - maxRanges
+				break
+			}
+			h := heldView{Start: strconv.FormatUint(g.Range.Start, 10), End: strconv.FormatUint(g.Range.End, 10), Kind: string(g.Kind)}
+			if g.Decision != nil {
+				h.Reason, h.By, h.At, h.Event = g.Decision.Reason, g.Decision.By, g.Decision.At, g.Decision.Event
+			}
+			b.Held = append(b.Held, h)
+		}
 		out = append(out, b)
 	}
 	return out
