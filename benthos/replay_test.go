@@ -47,8 +47,10 @@ func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string
         url: '` + raw.URL + `/batch/${! this }'
         verb: GET
         retries: 0
-    - catch:
-        - mapping: 'root = deleted()'
+    - switch:
+        - check: errored() && metadata("http_status_code") == 404
+          processors:
+            - mapping: 'root = deleted()'
 `
 }
 
