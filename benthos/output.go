@@ -250,7 +250,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 			werr = fmt.Errorf("the write did not finish within the timeout (%s): %w", o.timeout, werr)
 		}
 		if ctx.Err() == nil {
-			o.observePace(batch, len(sub), time.Since(began))
+			o.observePace(batch, len(sub), time.Since(began), timedOut)
 		}
 		var refused []client.StateEntry
 		if !o.reference && werr != nil && !timedOut {

@@ -134,10 +134,12 @@ func (o *output) replayRead(m *service.Message, k batchKey, keyErr error) error 
 	return nil
 }
 
-// observePace keeps the time a write of n messages took (the timeout,
-// when cut short: a bound that halves the next pieces), for the plan
+// observePace keeps the time a write of n messages took, for the plan
 // input to size the next pieces of a replay to this sink to the timeout.
-func (o *output) observePace(batch service.MessageBatch, n int, took time.Duration) {
+// A write the timeout cut short wrote maybe half its messages: its pace
+// is taken as twice as slow, never faster than the last, so that the next
+// pieces are a quarter of it at most.
+func (o *output) observePace(batch service.MessageBatch, n int, took time.Duration, timedOut bool) {
 	if n == 0 || o.timeout <= 0 {
 		return
 	}
@@ -148,18 +150,21 @@ func (o *output) observePace(batch service.MessageBatch, n int, took time.Durati
 	if err != nil {
 		return
 	}
-	sink = o.dest.where() + "\x00" + sink
+	key := o.dest.where() + "\x00" + sink
 	per := took / time.Duration(n)
 	replays.mu.Lock()
 	defer replays.mu.Unlock()
 	if replays.pace == nil {
 		replays.pace = map[string]pace{}
 	}
-	old, ok := replays.pace[sink]
-	if ok {
+	old, ok := replays.pace[key]
+	switch {
+	case timedOut:
+		per = max(2*per, old.perMessage)
+	case ok:
 		per = (old.perMessage*3 + per) / 4 // smoothed: one slow write does not halve the pieces
 	}
-	replays.pace[sink] = pace{perMessage: per, timeout: o.timeout}
+	replays.pace[key] = pace{perMessage: per, timeout: o.timeout}
 }
 
 // pieceSize is how many batches of a task for sink the plan input hands

@@ -226,3 +226,60 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 		t.Fatalf("a second replay wrote %d more times, want none: the unrecoverable batches are out of the plan", w-writes)
 	}
 }
+
+// TestRefusedAfterAttempts: with permanent.attempts 2, a batch that fails
+// (a 503, no status code named) once stays a plain gap, replayed; failing
+// again in the replay it is refused, and a further replay leaves it.
+func TestRefusedAfterAttempts(t *testing.T) {
+	const n, bad = 20, 7
+	states := useMemStates(t)
+	raw := newSinkServer(t, nil)
+	lake := newSinkServer(t, func(id uint64, _ int) bool { return id == bad })
+	state := t.TempDir()
+	lakeOut := covmirrorOutput("lake", false, state, httpOutput(lake))
+	lakeOut["covmirror"].(obj)["permanent"] = obj{"attempts": 2, "status_codes": []int{400}}
+	run(t, stream(t, generate(n, 1), fanOut(covmirrorOutput("raw", true, state, httpOutput(raw)), lakeOut)))
+	if got := gapsWith(t, state, states, n); len(got) != 1 || got[0].Kind != recovery.KindReplay || got[0].Start != bad {
+		t.Fatalf("after one failure the gaps are %v, want batch %d to replay", got, bad)
+	}
+	replay := replayStream(t, state, raw, n, map[string]*sinkServer{"lake": lake}, func(_, out obj) { out["permanent"] = obj{"attempts": 2} })
+	run(t, replay)
+	gaps := gapsWith(t, state, states, n)
+	if len(gaps) != 1 || gaps[0].Kind != recovery.KindRefused || gaps[0].Start != bad || !strings.Contains(gaps[0].Decision.Reason, "failed 2 times") {
+		t.Fatalf("after the second failure the gaps are %v, want batch %d refused after 2 attempts", gaps, bad)
+	}
+	writes := lake.attempt(bad)
+	run(t, replay)
+	if w := lake.attempt(bad); w != writes {
+		t.Fatalf("a replay wrote the refused batch again (%d writes, was %d)", w, writes)
+	}
+}
+
+// TestReplayPiecesFitTheTimeout: a replay of one long task to a slow sink
+// whose output's timeout a task's batches cannot fit in one write: the
+// first pieces time out (the sink may hold them, a gap still), the plan
+// input cuts the next ones to the pace the output observed, and the
+// replays converge: every batch held and covered within a few runs.
+func TestReplayPiecesFitTheTimeout(t *testing.T) {
+	const n = 240
+	var healthy atomic.Bool
+	raw := newSinkServer(t, nil)
+	lake := newSlowSinkServer(t, func(id uint64, _ int) bool { return !healthy.Load() }, 10*time.Millisecond) // n batches: 2.4 s, past the timeout
+	state := t.TempDir()
+	run(t, stream(t, generate(n, 8), fanOut(covmirrorOutput("raw", true, state, httpOutput(raw)), covmirrorOutput("lake", false, state, httpOutput(lake)))))
+	healthy.Store(true)
+	replay := replayStream(t, state, raw, n, map[string]*sinkServer{"lake": lake}, func(plan, out obj) {
+		plan["max_batches"], plan["replay_batch_max"], plan["sinks"], out["timeout"] = 10000, n, []string{"lake"}, "1s" // lake has no rows: named
+	})
+	runs := 0
+	for ; runs < 6 && !slices.Equal(committed(t, state)["lake"], upTo(n)); runs++ {
+		run(t, replay)
+	}
+	if got := committed(t, state)["lake"]; !slices.Equal(got, upTo(n)) {
+		t.Fatalf("after %d replays lake's coverage is %s, want every batch: the pieces never fit the timeout", runs, short(got))
+	}
+	t.Logf("converged after %d replays", runs)
+	if runs < 2 {
+		t.Fatalf("the first replay covered everything: its one piece of %d batches was meant not to fit the timeout", n)
+	}
+}
