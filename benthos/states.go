@@ -23,10 +23,11 @@ type stateWriter struct {
 	dest destination
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	store  durable.StateStore
-	c      *client.Client
-	closer io.Closer
+	mu       sync.Mutex
+	store    durable.StateStore
+	noStates error // the tier keeps no states: not opened again
+	c        *client.Client
+	closer   io.Closer
 }
 
 func (w *stateWriter) record(ctx context.Context, entries []client.StateEntry) error {
@@ -43,6 +44,9 @@ func (w *stateWriter) record(ctx context.Context, entries []client.StateEntry) e
 		_, err := w.c.RecordStates(ctx, entries)
 		return err
 	}
+	if w.noStates != nil {
+		return w.noStates
+	}
 	if w.store == nil {
 		t, closer, err := tier.Open(ctx, w.dest.pod.Tier, true)
 		if err != nil {
@@ -51,6 +55,7 @@ func (w *stateWriter) record(ctx context.Context, entries []client.StateEntry) e
 		store, err := durable.StatesOf(statesTier(t))
 		if err != nil {
 			_ = closer.Close()
+			w.noStates = err
 			return err
 		}
 		w.store, w.closer = store, closer
