@@ -27,6 +27,21 @@
 //     logged, counted and acknowledged, and the batches it lacks are a gap
 //     that recovery plans from raw.
 //
+// A failure of a sink other than raw that the output's permanent field
+// names (a status code, an error pattern, a count of failures) is
+// recorded as refused, with the error as the reason: a gap state, never
+// coverage, which only moves the batch out of the replay plan. When a
+// plain error of several messages is permanent, each message is written
+// alone again first, so that only what the sink refuses alone is refused.
+//
+// A replay learns that raw lost batches from its own stream: each
+// covmirror_plan message (a piece of a task, sized to the sink's timeout)
+// carries a token, the outputs of the process report the batches of a
+// piece that reached them, and once the piece is acknowledged the input
+// records the others as unrecoverable. A message that still carries an
+// error (a failed read) is written nowhere and leaves its piece unjudged,
+// so a replay's processors must drop only what raw does not hold.
+//
 // Coverage goes to a pod started in this process from the settings
 // `covmirror serve` takes (state, durable tier, interval, ...): one per
 // process, shared by every covmirror output (an output with other

@@ -1,6 +1,7 @@
 package benthos_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,6 +102,7 @@ type sinkServer struct {
 	attempts map[uint64]int
 	refuse   func(id uint64, attempt int) bool
 	delay    time.Duration
+	status   int // a refusal's status code; zero: 503
 }
 
 func newSinkServer(t testing.TB, refuse func(id uint64, attempt int) bool) *sinkServer {
@@ -147,7 +149,7 @@ func (s *sinkServer) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	s.attempts[m.ID]++
 	if s.refuse != nil && s.refuse(m.ID, s.attempts[m.ID]) {
-		http.Error(w, "refused", http.StatusServiceUnavailable)
+		http.Error(w, "refused", cmp.Or(s.status, http.StatusServiceUnavailable))
 		return
 	}
 	s.held[m.ID] = string(data)

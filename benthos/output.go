@@ -1,6 +1,7 @@
 package benthos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/sidecar/client"
 )
 
 // OutputName is the covmirror output's name in a stream's config.
@@ -21,6 +23,7 @@ const (
 	metricRecorded      = "covmirror_recorded_batches"
 	metricWriteFailures = "covmirror_write_failures"
 	metricNotRecorded   = "covmirror_unrecorded_batches"
+	metricRefused       = "covmirror_refused_batches"
 )
 
 // DefaultTimeout is the output's timeout by default: how long a sink
@@ -48,6 +51,7 @@ A message's `+"`topic`"+`, `+"`partition`"+` and `+"`batch_id`"+` that do not pa
 			service.NewOutputField("output").Description("The sink's output: each batch is written through it, and what it acknowledges is recorded."),
 			service.NewDurationField("timeout").Default(DefaultTimeout.String()).
 				Description("How long a write to a sink other than raw may take before it counts as failed (a gap, acknowledged), so that a sink that is down or stalled never holds the stream back; `0s`: no limit. A write to raw is never cut short."),
+			permanentField(),
 			podField(),
 			sidecarField(),
 			service.NewOutputMaxInFlightField(),
@@ -65,11 +69,14 @@ type output struct {
 	res                             *service.Resources
 	log                             *service.Logger
 
+	perm                                 permanence
 	recorded, writeFailures, notRecorded *service.MetricCounter
+	refused                              *service.MetricCounter
 
 	mu     sync.Mutex
 	primed bool
 	rec    recorder // nil until Connect
+	leave  func()   // undoes joinReplays; nil until Connect
 }
 
 func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
@@ -99,6 +106,9 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	}
 	if o.timeout < 0 {
 		return nil, batching, 0, errors.New("covmirror: timeout must not be negative (0s: no limit)")
+	}
+	if o.perm, err = parsePermanence(conf, o.reference); err != nil {
+		return nil, batching, 0, err
 	}
 	if o.dest, err = parseDestination(conf); err != nil {
 		return nil, batching, 0, err
@@ -131,6 +141,7 @@ func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.Batc
 	}
 	m := res.Metrics()
 	o.recorded, o.writeFailures, o.notRecorded = m.NewCounter(metricRecorded, "sink"), m.NewCounter(metricWriteFailures, "sink"), m.NewCounter(metricNotRecorded, "sink")
+	o.refused = m.NewCounter(metricRefused, "sink")
 	return o, batching, maxInFlight, nil
 }
 
@@ -160,7 +171,7 @@ func (o *output) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o.rec = rec
+	o.rec, o.leave = rec, joinReplays(o.dest)
 	return nil
 }
 
@@ -170,6 +181,10 @@ func (o *output) Close(ctx context.Context) error {
 	o.mu.Lock()
 	rec := o.rec
 	o.rec = nil
+	if o.leave != nil {
+		o.leave()
+		o.leave = nil
+	}
 	if !o.primed {
 		_ = o.child.Prime() // else its Close waits for it until ctx ends
 		o.primed = true
@@ -212,9 +227,13 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		if failed[i] != nil {
 			o.notRecorded.Incr(1, keys[i].sinkLabel())
 			o.log.Errorf("covmirror: %v", failed[i])
-			if o.reference {
-				continue // never written: raw fails it, and it comes again
-			}
+		}
+		if err := o.replayRead(m, keys[i], failed[i]); err != nil {
+			failed[i] = cmp.Or(failed[i], err)
+			continue // a replay's failed read of raw: nothing to write
+		}
+		if failed[i] != nil && o.reference {
+			continue // never written: raw fails it, and it comes again
 		}
 		sub, at = append(sub, m), append(at, i)
 	}
@@ -225,26 +244,40 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 			wctx, cancel = context.WithTimeout(ctx, o.timeout)
 			defer cancel()
 		}
-		acked, werr := writeThrough(wctx, o.child, sub)
-		if werr != nil && wctx.Err() != nil && ctx.Err() == nil {
+		began := time.Now()
+		errs, werr := writeThrough(wctx, o.child, sub)
+		timedOut := werr != nil && wctx.Err() != nil && ctx.Err() == nil
+		if timedOut {
 			werr = fmt.Errorf("the write did not finish within the timeout (%s): %w", o.timeout, werr)
+		}
+		if ctx.Err() == nil {
+			o.observePace(batch, len(sub), time.Since(began), timedOut)
+		}
+		var refused []client.StateEntry
+		if !o.reference && werr != nil && !timedOut {
+			refused = o.refusals(wctx, sub, at, keys, failed, errs, werr)
 		}
 		var entries []coverage.Entry
 		var ids []int
 		unacked := 0
 		for j, i := range at {
 			switch {
-			case !acked[j]:
+			case errs[j] != nil:
 				unacked++
-				failed[i] = fmt.Errorf("sink %q did not acknowledge the message: %w", truncate(keys[i].d.Sink), werr)
+				failed[i] = fmt.Errorf("sink %q did not acknowledge the message: %w", truncate(keys[i].d.Sink), errs[j])
 				o.writeFailures.Incr(1, keys[i].sinkLabel())
 			case failed[i] == nil:
 				entries, ids = append(entries, coverage.Entry{Destination: keys[i].d, Range: coverage.Range{Start: keys[i].id, End: keys[i].id + 1}}), append(ids, i)
 			}
 		}
-		if werr != nil && !o.reference {
-			o.log.Warnf("covmirror: sink %s: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), unacked, len(sub), werr)
+		if unacked > 0 && !o.reference {
+			if timedOut {
+				o.log.Warnf("covmirror: sink %q: %d of %d messages were not acknowledged within the timeout (%s); the sink may hold them: acknowledged, they stay a gap until a replay rewrites them: %v", o.sinkName(batch), unacked, len(sub), o.timeout, werr)
+			} else {
+				o.log.Warnf("covmirror: sink %q: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), unacked, len(sub), werr)
+			}
 		}
+		o.recordRefused(ctx, rec, batch, refused)
 		if len(entries) > 0 {
 			if err := rec.record(ctx, coalesce(entries)); err != nil {
 				err = fmt.Errorf("recording coverage after the sink's acknowledgement: %w", err)
@@ -252,7 +285,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 					failed[i] = err
 					o.notRecorded.Incr(1, keys[i].sinkLabel())
 				}
-				o.log.Errorf("covmirror: sink %s: %d written messages are not recorded (a gap, replayed later): %v", o.sinkName(batch), len(ids), err)
+				o.log.Errorf("covmirror: sink %q: %d written messages are not recorded (a gap, replayed later): %v", o.sinkName(batch), len(ids), err)
 			} else {
 				for _, i := range ids {
 					o.recorded.Incr(1, keys[i].sinkLabel())
@@ -299,35 +332,39 @@ func (o *output) sinkName(batch service.MessageBatch) string {
 	return "(interpolated)"
 }
 
-// writeThrough writes batch through child and says which messages it
-// acknowledged: all on nil; on a *service.BatchError those it names
-// without an error (a message it does not name, or names twice with one
-// error, is not acknowledged); on any other error none.
-func writeThrough(ctx context.Context, child *service.OwnedOutput, batch service.MessageBatch) ([]bool, error) {
+// writeThrough writes batch through child and says why each message is
+// not acknowledged (nil: acknowledged): all nil on nil; on a
+// *service.BatchError the error it names for each message (a message it
+// does not name, or names twice with one error, is not acknowledged, with
+// the batch error); on any other error that error for every message.
+func writeThrough(ctx context.Context, child *service.OwnedOutput, batch service.MessageBatch) ([]error, error) {
 	idx := batch.Index()
 	err := child.WriteBatch(ctx, batch)
-	acked := make([]bool, len(batch))
+	errs := make([]error, len(batch))
 	if err == nil {
-		for i := range acked {
-			acked[i] = true
-		}
-		return acked, nil
+		return errs, nil
 	}
 	var berr *service.BatchError
 	if !errors.As(err, &berr) {
-		return acked, err
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, err
 	}
 	seen := make([]bool, len(batch))
-	bad := make([]bool, len(batch))
 	berr.WalkMessagesIndexedBy(idx, func(i int, _ *service.Message, merr error) bool {
 		if i >= 0 && i < len(batch) {
 			seen[i] = true
-			bad[i] = bad[i] || merr != nil
+			if merr != nil && errs[i] == nil {
+				errs[i] = merr
+			}
 		}
 		return true
 	})
-	for i := range acked {
-		acked[i] = seen[i] && !bad[i]
+	for i := range errs {
+		if !seen[i] {
+			errs[i] = err
+		}
 	}
-	return acked, err
+	return errs, err
 }

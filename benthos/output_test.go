@@ -215,6 +215,11 @@ func TestConfigErrors(t *testing.T) {
 		{"bad interval", func(_, p obj) { p["interval"] = "-1s" }, "interval"},
 		{"bad durable", func(_, p obj) { p["durable"] = "sqlite" }, "sqlite"},
 		{"empty state", func(_, p obj) { p["state"] = "" }, "pod.state"},
+		{"status code", func(c, _ obj) { c["permanent"] = obj{"status_codes": []int{400, 4000}} }, "permanent.status_codes[1]"},
+		{"pattern", func(c, _ obj) { c["permanent"] = obj{"errors": []string{"ok", "(unclosed"}} }, "permanent.errors[1]"},
+		{"empty pattern", func(c, _ obj) { c["permanent"] = obj{"errors": []string{" "}} }, "permanent.errors[0] is empty"},
+		{"attempts", func(c, _ obj) { c["permanent"] = obj{"attempts": -1} }, "permanent.attempts"},
+		{"raw refused", func(c, _ obj) { c["sink"], c["reference"], c["permanent"] = "raw", true, obj{"attempts": 3} }, "permanent with reference: true"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := covmirrorOutput("lake", false, state, obj{"drop": obj{}})

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/recovery"
+	"github.com/covmirror/covmirror/sidecar/client"
 	"github.com/covmirror/covmirror/tier"
 )
 
@@ -37,21 +40,35 @@ Run the replay stream again until it emits nothing: what it wrote is committed w
 			).Default([]any{}).Description("The source's acknowledged extents: raw's holes are looked for over all of each (a stream's first or last stretch lost on every sink is found)."),
 			service.NewStringField("reference").Default(coverage.RawSink).Description("Raw's sink name."),
 			service.NewStringListField("sinks").Default([]any{}).Description("The sinks every topic is written to, besides the sinks with coverage rows of each topic."),
-			service.NewIntField("max_batches").Default(recovery.DefaultMaxBatches).Description("The most batches one task covers."),
+			service.NewIntField("max_batches").Default(recovery.DefaultMaxBatches).Description("The most batches one task of the plan covers."),
+			service.NewIntField("replay_batch_max").Default(DefaultReplayBatchMax).Description("The most batches one message hands the replay: a task is cut into pieces of at most this many, and fewer once the sink's covmirror output in this process has timed its writes (half its `timeout` at the observed time per message), so that a child writes a piece within the output's timeout."),
 			podField(),
 			sidecarField(),
 		)
 }
 
-// planInput emits the tasks it read at Connect.
+// DefaultReplayBatchMax is the most batches one message of the
+// covmirror_plan input covers by default: a sink writing a message in
+// 100 ms still writes a piece within the output's default timeout.
+const DefaultReplayBatchMax = 100
+
+// recordStatesTimeout bounds recording a piece's unrecoverable ranges,
+// which holds the piece's acknowledgement.
+const recordStatesTimeout = 30 * time.Second
+
+// planInput emits the tasks it read at Connect, each cut into pieces.
 type planInput struct {
-	opts recovery.PlanOptions
-	dest destination
-	log  *service.Logger
+	opts     recovery.PlanOptions
+	pieceMax uint64
+	dest     destination
+	log      *service.Logger
 
 	mu    sync.Mutex
 	tasks []recovery.Gap
 	read  bool
+
+	states stateWriter // where unrecoverable ranges are recorded
+	pieces []string    // the tokens of the pieces emitted, ended at Close
 }
 
 func newPlanInput(conf *service.ParsedConfig, res *service.Resources) (service.Input, error) {
@@ -74,6 +91,14 @@ func newPlanInput(conf *service.ParsedConfig, res *service.Resources) (service.I
 		return nil, fmt.Errorf("covmirror_plan: max_batches %d: give a positive number", n)
 	}
 	in.opts.MaxBatches = uint64(n)
+	if n, err = conf.FieldInt("replay_batch_max"); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("covmirror_plan: replay_batch_max %d: give a positive number", n)
+	}
+	in.pieceMax = uint64(n)
+	in.states = stateWriter{dest: in.dest, log: newSlog(in.log)}
 	if in.opts.Extents, err = parseExtents(conf); err != nil {
 		return nil, err
 	}
@@ -151,10 +176,14 @@ func tierPlan(ctx context.Context, s tier.Settings, opts recovery.PlanOptions) (
 		return nil, err
 	}
 	defer closer.Close()
-	tasks, err := recovery.Plan(ctx, t, opts)
+	tasks, err := recovery.Plan(ctx, statesTier(t), opts)
 	return recovery.GapsOf(tasks, recovery.GapsFilter{}), err
 }
 
+// Read emits the next piece of the first task: its range cut to the
+// sink's piece size (pieceSize). The piece is acknowledged once every
+// message the replay made of it is: then the batches of its range that
+// reached no covmirror output are what raw no longer holds.
 func (in *planInput) Read(ctx context.Context) (*service.Message, service.AckFunc, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -162,17 +191,73 @@ func (in *planInput) Read(ctx context.Context) (*service.Message, service.AckFun
 		return nil, nil, service.ErrEndOfInput
 	}
 	g := in.tasks[0]
-	in.tasks = in.tasks[1:]
+	if size := pieceSize(in.dest.where(), g.Sink, in.pieceMax); g.End-g.Start > size {
+		in.tasks[0].Start = g.Start + size
+		g.End = g.Start + size
+	} else {
+		in.tasks = in.tasks[1:]
+	}
 	body, err := json.Marshal(g)
 	if err != nil {
 		return nil, nil, err
 	}
+	d := coverage.Destination{Sink: g.Sink, Topic: g.Topic, Partition: g.Partition}
+	token := startPiece(d, coverage.Range{Start: g.Start, End: g.End})
+	in.pieces = append(in.pieces, token)
 	m := service.NewMessage(body)
 	for k, v := range map[string]string{"sink": g.Sink, "topic": g.Topic, "partition": strconv.Itoa(int(g.Partition)),
-		"start": strconv.FormatUint(g.Start, 10), "end": strconv.FormatUint(g.End, 10), "kind": string(g.Kind)} {
+		"start": strconv.FormatUint(g.Start, 10), "end": strconv.FormatUint(g.End, 10), "kind": string(g.Kind), metaReplay: token} {
 		m.MetaSetMut(k, v)
 	}
-	return m, func(context.Context, error) error { return nil }, nil
+	return m, func(ctx context.Context, err error) error {
+		if err != nil {
+			return nil // retried: the piece goes on collecting
+		}
+		in.ended(ctx, endPiece(token))
+		return nil
+	}, nil
 }
 
-func (in *planInput) Close(context.Context) error { return nil }
+// ended records what an acknowledged piece lacks as unrecoverable for
+// its sink: raw no longer holds those batches, so no replay can close
+// them. A piece with a failed read judges nothing.
+func (in *planInput) ended(ctx context.Context, p *piece) {
+	if p == nil {
+		return
+	}
+	if p.failed != nil {
+		in.log.Warnf("covmirror_plan: sink %q, topic %q, partition %d, batches %d-%d: not judged for what raw lacks: %v", p.d.Sink, p.d.Topic, p.d.Partition, p.r.Start, p.r.End-1, p.failed)
+		return
+	}
+	missing := p.missing()
+	if len(missing) == 0 {
+		return
+	}
+	if !outputsRecording(in.dest) {
+		in.log.Debugf("covmirror_plan: no covmirror output records where this input reads the plan: what raw lacks of sink %q's batches %d-%d is not judged", p.d.Sink, p.r.Start, p.r.End-1)
+		return
+	}
+	entries := make([]client.StateEntry, len(missing))
+	for i, r := range missing {
+		entries[i] = client.StateEntry{Destination: p.d, Range: r, State: gapstate.Unrecoverable,
+			Reason: fmt.Sprintf("a replay to sink %q read batches %d-%d from raw and raw did not hold these", p.d.Sink, p.r.Start, p.r.End-1)}
+	}
+	rctx, cancel := context.WithTimeout(ctx, recordStatesTimeout)
+	defer cancel()
+	if err := in.states.record(rctx, entries); err != nil {
+		in.log.Errorf("covmirror_plan: sink %q, topic %q, partition %d: raw holds none of %v; recording them unrecoverable failed, they stay gaps in the plan: %v", p.d.Sink, p.d.Topic, p.d.Partition, missing, err)
+		return
+	}
+	in.log.Warnf("covmirror_plan: sink %q, topic %q, partition %d: raw holds none of %v: recorded unrecoverable, out of the replay plan (restore raw and reopen them, or waive them)", p.d.Sink, p.d.Topic, p.d.Partition, missing)
+}
+
+// Close forgets the pieces never acknowledged: they judge nothing.
+func (in *planInput) Close(context.Context) error {
+	in.mu.Lock()
+	for _, token := range in.pieces {
+		endPiece(token)
+	}
+	in.pieces = nil
+	in.mu.Unlock()
+	return in.states.close()
+}

@@ -8,16 +8,22 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/pod"
+	"github.com/covmirror/covmirror/sidecar/client"
 )
 
 // recorder is where an output records: the process's pod, or a sidecar.
 type recorder interface {
 	// record records entries, each only after its sink acknowledged it.
 	record(ctx context.Context, entries []coverage.Entry) error
+	// recordStates records gap states (refused, unrecoverable) durably:
+	// never coverage, so an error only leaves the batches plain gaps.
+	recordStates(ctx context.Context, entries []client.StateEntry) error
 	// release gives the recorder back; the last release of the pod shuts
 	// it down, its final checkpoint carrying every record.
 	release() error
@@ -39,6 +45,7 @@ var shared struct {
 // podRecorder is one output's share of the pod.
 type podRecorder struct {
 	p    *pod.Pod
+	by   string // the pod's writer name, the decider of its states
 	once sync.Once
 }
 
@@ -72,7 +79,7 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 			return nil, err
 		}
 		shared.refs++
-		return &podRecorder{p: shared.pod}, nil
+		return &podRecorder{p: shared.pod, by: shared.opts.Tier.Writer}, nil
 	}
 	given := opts
 	opts.Logger = logger
@@ -87,12 +94,27 @@ func acquirePod(opts pod.Options, logger *slog.Logger) (recorder, error) {
 	go func() { done <- p.Run(ctx) }()
 	logger.Info("covmirror pod started", "state", opts.Tier.State, "durable", opts.Tier.Noun(), "record_api", "http://"+p.Addr().String()+"/v1/", "interval", opts.Interval.String())
 	shared.opts, shared.refs, shared.pod, shared.stop, shared.done = given, 1, p, stop, done
-	return &podRecorder{p: p}, nil
+	return &podRecorder{p: p, by: given.Tier.Writer}, nil
 }
 
 func (r *podRecorder) record(ctx context.Context, entries []coverage.Entry) error {
 	_, err := r.p.Mirror().RecordBatch(ctx, entries)
 	return err
+}
+
+func (r *podRecorder) recordStates(ctx context.Context, entries []client.StateEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	at := time.Now().UTC()
+	events := make([]gapstate.Event, len(entries))
+	for i, e := range entries {
+		events[i] = gapstate.Event{ID: gapstate.NewID(), Destination: e.Destination, Range: e.Range, State: e.State, Reason: e.Reason, By: r.by, At: at}
+	}
+	if testStates != nil {
+		return testStates.AppendStates(ctx, events)
+	}
+	return r.p.RecordStates(ctx, events)
 }
 
 func (r *podRecorder) release() error {

@@ -18,13 +18,14 @@ import (
 // replayStream is a replay stream: the plan's tasks from the pod's state,
 // one message per batch read back from raw's server (a batch raw lacks is
 // dropped), written through a covmirror output to the task's sink.
-func replayStream(t *testing.T, state string, raw *sinkServer, n int, sinks map[string]*sinkServer) string {
-	return replayInto(t, obj{"pod": obj{"state": state, "interval": "1h"}}, raw, n, sinks)
+func replayStream(t *testing.T, state string, raw *sinkServer, n int, sinks map[string]*sinkServer, edits ...func(plan, out obj)) string {
+	return replayInto(t, obj{"pod": obj{"state": state, "interval": "1h"}}, raw, n, sinks, edits...)
 }
 
 // replayInto is replayStream with the plan read from, and the coverage
-// recorded into, dest: {"pod": ...} or {"sidecar": ...}.
-func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string]*sinkServer) string {
+// recorded into, dest: {"pod": ...} or {"sidecar": ...}; each of edits
+// changes the covmirror_plan input's and the covmirror output's fields.
+func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string]*sinkServer, edits ...func(plan, out obj)) string {
 	var cases []obj
 	for name, srv := range sinks {
 		cases = append(cases, obj{"check": `meta("sink") == "` + name + `"`, "output": httpOutput(srv)})
@@ -35,6 +36,9 @@ func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string
 	delete(out["covmirror"].(obj), "pod")
 	for k, v := range dest {
 		out["covmirror"].(obj)[k], plan[k] = v, v
+	}
+	for _, edit := range edits {
+		edit(plan, out["covmirror"].(obj))
 	}
 	in := obj{"covmirror_plan": plan}
 	y := stream(t, in, out)
@@ -47,8 +51,10 @@ func replayInto(t *testing.T, dest obj, raw *sinkServer, n int, sinks map[string
         url: '` + raw.URL + `/batch/${! this }'
         verb: GET
         retries: 0
-    - catch:
-        - mapping: 'root = deleted()'
+    - switch:
+        - check: errored() && metadata("http_status_code") == 404
+          processors:
+            - mapping: 'root = deleted()'
 `
 }
 

@@ -73,4 +73,11 @@ func (r *sidecarRecorder) record(ctx context.Context, entries []coverage.Entry) 
 	return r.c.Record(ctx, entries)
 }
 
+// recordStates is all or nothing at the pod, which names the decider
+// (its writer) and the time.
+func (r *sidecarRecorder) recordStates(ctx context.Context, entries []client.StateEntry) error {
+	_, err := r.c.RecordStates(ctx, entries)
+	return err
+}
+
 func (r *sidecarRecorder) release() error { return r.c.Close() }
