@@ -69,4 +69,16 @@
 // its name skip it. Landed is true only when every sink the checkpoint
 // touched holds its name with the same digest: a partly written checkpoint
 // reads as not landed, which costs a harmless re-append.
+//
+// # Gap states
+//
+// The Tier is a durable.StateStore: each AppendStates call is one
+// write-once object under "gap_states/" (a JSON array of its events),
+// keyed by its first event's ID and its bytes' digest, created under
+// If-None-Match and never changed, so every writer's events are kept (a
+// union) and a retry finds its own bytes there. States lists the prefix
+// and reads each object once per Tier (a key's content is fixed); a
+// listed object that is missing, torn, or not the bytes its key names
+// fails the read: it is never read as events, nor as none. A listing
+// that lags only makes the newest events late. Never read as coverage.
 package object

@@ -113,4 +113,4 @@ func isHex(s string, n int) bool {
 // reservedDirs are the key spaces a Tier lists: a Prefix may not begin
 // with one, or another deployment's objects under it would be listed as
 // this one's.
-var reservedDirs = []string{sinksDir, deltasDir, basesDir, foldsDir, "positions/"}
+var reservedDirs = []string{sinksDir, deltasDir, basesDir, foldsDir, "positions/", statesDir}

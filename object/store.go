@@ -11,6 +11,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
 
@@ -57,6 +58,12 @@ type Tier struct {
 	// unconditionally.
 	lastMu sync.Mutex
 	last   map[string]cachedObject
+
+	// statesRead is, per gap-state key, the events read from it: a key's
+	// content never changes (its digest is in the key), so it is read
+	// once.
+	statesMu   sync.Mutex
+	statesRead map[string][]gapstate.Event
 }
 
 type cachedObject struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/tier"
@@ -30,6 +31,30 @@ func (t *downTier) Append(ctx context.Context, c durable.Checkpoint) error {
 		return errCut
 	}
 	return t.Tier.Append(ctx, c)
+}
+
+// AppendStates and States keep the inner tier's gap states reachable
+// through the switch, cut with the rest.
+func (t *downTier) AppendStates(ctx context.Context, events []gapstate.Event) error {
+	if t.down.Load() {
+		return errCut
+	}
+	s, err := durable.StatesOf(t.Tier)
+	if err != nil {
+		return err
+	}
+	return s.AppendStates(ctx, events)
+}
+
+func (t *downTier) States(ctx context.Context, f durable.Filter) ([]gapstate.Event, error) {
+	if t.down.Load() {
+		return nil, errCut
+	}
+	s, err := durable.StatesOf(t.Tier)
+	if err != nil {
+		return nil, err
+	}
+	return s.States(ctx, f)
 }
 
 func (t *downTier) Landed(ctx context.Context, writer, name string) (bool, error) {

@@ -1,8 +1,8 @@
 // Package postgres is the durable tier as PostgreSQL tables (14 or later):
 // per (sink, topic, partition) rows whose covered column is an
 // int8multirange of batch ids, beside a table of checkpoint names, one of
-// stored source positions and one of blobs (the deltas layout's), all in
-// one schema (Options.Schema).
+// stored source positions, one of blobs (the deltas layout's) and one of
+// gap states, all in one schema (Options.Schema).
 //
 // # The invariant it owns
 //
@@ -84,4 +84,14 @@
 // committed_at)), and changes no column, key or constraint. A name column
 // whose collation is not deterministic is another shape: it would compare
 // distinct names equal, one destination's coverage counting as another's.
+//
+// # Gap states
+//
+// The Tier is a durable.StateStore over the gap_states table (created on
+// Open with the others, so an old schema gains it, with an index by
+// (topic, partition, sink)): one row per event, keyed by its ID, added by
+// one INSERT ... ON CONFLICT (id) DO NOTHING per call and never updated,
+// so writers' events are kept side by side and a retry adds nothing;
+// AppendStates returns nil only once the table holds every ID of the
+// call. A row no event can be fails the read. Never read as coverage.
 package postgres

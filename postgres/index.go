@@ -18,7 +18,7 @@ type tableIndex struct {
 	columns     []string
 }
 
-// indexes are the tier's indexes besides the primary keys. Neither is
+// indexes are the tier's indexes besides the primary keys. None is
 // unique: a destination has several rows until a fold.
 var indexes = []tableIndex{
 	// Append's pruning of its writer's expired names; lookups by (writer,
@@ -31,6 +31,20 @@ var indexes = []tableIndex{
 	// across its sinks use it as a fold's lookups of whole destinations
 	// do. A read by sink alone scans the table.
 	{"coverage_destination", "coverage", []string{"topic", "partition", "sink"}},
+	// Reads of gap states by (topic, partition), as the planner's of
+	// coverage; the key serves lookups by ID.
+	{"gap_states_destination", "gap_states", []string{"topic", "partition", "sink"}},
+}
+
+// indexedTables are the tables indexes names.
+func indexedTables() []string {
+	var out []string
+	for _, ix := range indexes {
+		if !slices.Contains(out, ix.table) {
+			out = append(out, ix.table)
+		}
+	}
+	return out
 }
 
 // createSQL is ix's CREATE INDEX IF NOT EXISTS in schema.
@@ -76,7 +90,7 @@ func missingIndexes(ctx context.Context, q querier, schema string) ([]tableIndex
 		LEFT JOIN pg_index i ON i.indrelid = c.oid
 		LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
 		LEFT JOIN pg_am am ON am.oid = ic.relam
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname IN ('coverage', 'checkpoints')`, schema)
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname = ANY($2)`, schema, indexedTables())
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read the indexes of schema %q: %w", schema, err)
 	}

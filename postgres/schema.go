@@ -74,6 +74,15 @@ var tables = []table{
 	{"blobs", []column{
 		{"key", "text"}, {"version", "bigint"}, {"data", "bytea"},
 	}, []string{"key"}},
+	// gap_states holds the gap states (package gapstate): one row per
+	// event, keyed by its ID, inserted once and never updated, so every
+	// writer's events are kept (a union). Never read as coverage.
+	{"gap_states", []column{
+		{"id", "text"}, {"sink", "text"}, {"topic", "text"}, {"partition", "integer"},
+		{"range_start", "bigint"}, {"range_end", "bigint"},
+		{"state", "text"}, {"reason", "text"}, {"decided_by", "text"},
+		{"decided_at", "timestamp with time zone"},
+	}, []string{"id"}},
 }
 
 // cCollated are the columns (table.column) created with collation "C":

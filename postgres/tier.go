@@ -30,6 +30,7 @@ type Tier struct {
 	name     string
 	coverage string // the quoted coverage table
 	ckpts    string // the quoted checkpoints table
+	states   string // the quoted gap_states table
 	retries  atomic.Int64
 	appends  atomic.Int64 // Appends that committed, for Options.FoldEvery
 
@@ -62,6 +63,7 @@ func Open(ctx context.Context, opts Options) (*Tier, error) {
 		pool:     opts.Pool,
 		coverage: pgx.Identifier{opts.Schema, "coverage"}.Sanitize(),
 		ckpts:    pgx.Identifier{opts.Schema, "checkpoints"}.Sanitize(),
+		states:   pgx.Identifier{opts.Schema, "gap_states"}.Sanitize(),
 	}
 	if t.pool == nil {
 		cfg, err := pgxpool.ParseConfig(opts.URL)

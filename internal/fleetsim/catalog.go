@@ -10,6 +10,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/backoff"
 )
 
@@ -176,25 +177,84 @@ func (c *Catalog) Coverage(ctx context.Context, f durable.Filter) (map[coverage.
 	return c.opts.Inner.Coverage(ctx, f)
 }
 
+var _ durable.StateStore = (*Catalog)(nil)
+
+// AppendStates appends to Inner's gap states, or says Inner keeps none
+// (durable.ErrNoStates). Not a commit of the coverage table: the real
+// tier keeps states in a table of their own, whose commits never meet
+// the coverage table's, so none is modelled.
+func (c *Catalog) AppendStates(ctx context.Context, events []gapstate.Event) error {
+	s, err := durable.StatesOf(c.opts.Inner)
+	if err != nil {
+		return err
+	}
+	return s.AppendStates(ctx, events)
+}
+
+// States reads Inner's gap states.
+func (c *Catalog) States(ctx context.Context, f durable.Filter) ([]gapstate.Event, error) {
+	s, err := durable.StatesOf(c.opts.Inner)
+	if err != nil {
+		return nil, err
+	}
+	return s.States(ctx, f)
+}
+
 // Landed looks for a committed checkpoint.
 func (c *Catalog) Landed(ctx context.Context, writer, name string) (bool, error) {
 	return c.opts.Inner.Landed(ctx, writer, name)
 }
 
 // MemTier is a durable tier in memory: coverage per destination by union,
-// and each writer's names bound to their payload digest. It is what the
-// simulated catalog commits into. Safe for concurrent use.
+// each writer's names bound to their payload digest, and gap states by
+// ID. It is what the simulated catalog commits into. Safe for concurrent
+// use.
 type MemTier struct {
-	mu    sync.Mutex
-	cov   map[coverage.Destination]*coverage.RangeSet
-	names map[[2]string]string // (writer, name) -> digest
+	mu     sync.Mutex
+	cov    map[coverage.Destination]*coverage.RangeSet
+	names  map[[2]string]string // (writer, name) -> digest
+	states map[string]gapstate.Event
 }
 
-var _ durable.Tier = (*MemTier)(nil)
+var (
+	_ durable.Tier       = (*MemTier)(nil)
+	_ durable.StateStore = (*MemTier)(nil)
+)
 
 // NewMemTier returns an empty tier.
 func NewMemTier() *MemTier {
-	return &MemTier{cov: map[coverage.Destination]*coverage.RangeSet{}, names: map[[2]string]string{}}
+	return &MemTier{cov: map[coverage.Destination]*coverage.RangeSet{}, names: map[[2]string]string{}, states: map[string]gapstate.Event{}}
+}
+
+// AppendStates adds the events not there yet, by ID: a union, never an
+// overwrite. At is kept in UTC to the microsecond, as every tier keeps it.
+func (m *MemTier) AppendStates(_ context.Context, events []gapstate.Event) error {
+	if err := durable.ValidateStates(events); err != nil {
+		return fmt.Errorf("memory tier: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range events {
+		if _, ok := m.states[e.ID]; !ok {
+			e.At = e.At.UTC().Truncate(time.Microsecond)
+			m.states[e.ID] = e
+		}
+	}
+	return nil
+}
+
+// States returns the events of the destinations f selects.
+func (m *MemTier) States(_ context.Context, f durable.Filter) ([]gapstate.Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []gapstate.Event{}
+	match := f.Matcher()
+	for _, e := range m.states {
+		if match(e.Destination) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // Name names the tier.

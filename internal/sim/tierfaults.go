@@ -8,6 +8,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 )
 
 // drawTierRates draws the faults at the durable.Tier seam and the
@@ -39,9 +40,10 @@ var errTierDown = errors.New("sim: injected durable tier fault")
 // error of unknown outcome), and a Coverage or Landed that fails. It draws
 // from the faults' tier stream: the pods, the planner and the replicator
 // call it from the step's goroutine alone, so a seed replays the same
-// faults at the same calls. It hides the inner tier's optional
-// capabilities (snapshot expiry, last writes); the sim uses none of them
-// through it.
+// faults at the same calls. It keeps the inner tier's gap states behind
+// the same faults (AppendStates as Append, States as Coverage), and hides
+// its other optional capabilities (snapshot expiry, last writes); the sim
+// uses none of them through it.
 type faultTier struct {
 	durable.Tier
 	f *faults
@@ -72,4 +74,38 @@ func (t *faultTier) Landed(ctx context.Context, writer, name string) (bool, erro
 		return false, fmt.Errorf("landed %q of %q on %s: %w", name, writer, t.Name(), errors.Join(errTierDown, errors.New("read tcp: connection reset by peer")))
 	}
 	return t.Tier.Landed(ctx, writer, name)
+}
+
+var _ durable.StateStore = (*faultTier)(nil)
+
+// AppendStates is the inner tier's, behind Append's faults: refused before
+// it reaches the tier, or applied and its answer lost. An inner tier that
+// keeps no states says so (durable.ErrNoStates).
+func (t *faultTier) AppendStates(ctx context.Context, events []gapstate.Event) error {
+	s, err := durable.StatesOf(t.Tier)
+	if err != nil {
+		return err
+	}
+	if t.f.draw(t.f.tierRnd, "tier append states refused", t.f.rates.TierAppend) {
+		return fmt.Errorf("append %d gap states to %s: %w", len(events), t.Name(), errors.Join(errTierDown, errors.New("dial tcp: connect: connection refused")))
+	}
+	if err := s.AppendStates(ctx, events); err != nil {
+		return err
+	}
+	if t.f.draw(t.f.tierRnd, "tier append states landed, answer lost", t.f.rates.TierAppendLost) {
+		return fmt.Errorf("append %d gap states to %s: outcome unknown: %w", len(events), t.Name(), errors.Join(errTierDown, errors.New("unexpected EOF")))
+	}
+	return nil
+}
+
+// States is the inner tier's, behind Coverage's read fault.
+func (t *faultTier) States(ctx context.Context, f durable.Filter) ([]gapstate.Event, error) {
+	s, err := durable.StatesOf(t.Tier)
+	if err != nil {
+		return nil, err
+	}
+	if t.f.draw(t.f.tierRnd, "tier states failed", t.f.rates.TierRead) {
+		return nil, fmt.Errorf("gap states of %s: %w", t.Name(), errors.Join(errTierDown, errors.New("read tcp: connection reset by peer")))
+	}
+	return s.States(ctx, f)
 }
