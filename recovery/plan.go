@@ -226,6 +226,16 @@ func Plan(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, error)
 	return tasks, err
 }
 
+// PlanHeld is Plan, returning apart the gaps the tier's gap states hold
+// out of the tasks (refused, unrecoverable and waived, each with its
+// decision), of the destinations opts selects, in sink, topic, partition
+// and start order: what `covmirror plan` lists after its tasks.
+func PlanHeld(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, []Gap, error) {
+	tasks, held, err := planHeld(ctx, t, opts)
+	slices.SortStableFunc(held, compareGaps)
+	return tasks, held, err
+}
+
 // planHeld is Plan, returning apart the gaps the tier's states hold out of
 // the tasks, in the order planCoverage meets them.
 func planHeld(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, []Gap, error) {
