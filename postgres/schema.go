@@ -74,6 +74,14 @@ var tables = []table{
 	{"blobs", []column{
 		{"key", "text"}, {"version", "bigint"}, {"data", "bytea"},
 	}, []string{"key"}},
+	// gap_states holds the gap state events (package gapstate), one row
+	// per event id, appended and never updated: a set merged by union. The
+	// queries read it beside coverage; nothing reads it as coverage.
+	{"gap_states", []column{
+		{"id", "text"}, {"sink", "text"}, {"topic", "text"}, {"partition", "integer"},
+		{"range_start", "bigint"}, {"range_end", "bigint"}, {"state", "text"},
+		{"reason", "text"}, {"decided_by", "text"}, {"decided_at", "timestamp with time zone"},
+	}, []string{"id"}},
 }
 
 // cCollated are the columns (table.column) created with collation "C":
