@@ -52,7 +52,7 @@ func init() {
 		"checkpoint":    {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
 		"inspect":       {lite.Summaries["inspect"], runInspect},
 		"gaps":          {"list committed gaps of every sink against the reference (raw)", runGaps},
-		"query":         {"run a canned DuckDB query (coverage, gaps, summary, lag, files) on the table", runQuery},
+		"query":         {"run a canned DuckDB query (coverage, gaps, summary, lag, files, waivers) on the table", runQuery},
 		"plan":          {"print the recovery plan: replay tasks from committed coverage", runPlan},
 		"compact":       {"rewrite the coverage table's small files, set-equal", runCompact},
 		"demo":          {"run the whole system once on embedded defaults and explain each step", runDemo},
