@@ -151,7 +151,7 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 		pgx.Identifier{schema, "coverage"}.Sanitize() + " GROUP BY sink, topic, \"partition\")"
 	// The shared CTEs, in this order: a part may name the parts after it.
 	text := string(b)
-	for _, part := range []string{"gap_ctes", "params", "sinks", "acked_extents", "reference_known"} {
+	for _, part := range []string{"held", "gap_ctes", "params", "sinks", "acked_extents", "reference_known"} {
 		cte, err := sqlFiles.ReadFile("sql/parts/" + part + ".sql")
 		if err != nil {
 			return "", fmt.Errorf("postgres: the shared CTEs %s are not embedded: %w", part, err)
@@ -159,6 +159,7 @@ func QueryText(name, schema string, p *QueryParams) (string, error) {
 		text = strings.ReplaceAll(text, "{{"+part+"}}", strings.TrimSpace(stripComments(string(cte))))
 	}
 	text = strings.ReplaceAll(text, "{{coverage}}", merged)
+	text = strings.ReplaceAll(text, "{{gap_states}}", pgx.Identifier{schema, "gap_states"}.Sanitize())
 	if p == nil {
 		return text, nil
 	}

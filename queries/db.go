@@ -75,7 +75,18 @@ func Open(ctx context.Context, t *iceberg.Table, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenSnapshot(ctx, tbl, opts)
+	q, err := OpenSnapshot(ctx, tbl, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The table's gap states, where it keeps them (read after the
+	// snapshot: a state is never coverage, so a later one only sorts
+	// gaps the snapshot has).
+	if err := q.bindStatesOf(ctx, any(t)); err != nil {
+		_ = q.Close()
+		return nil, err
+	}
+	return q, nil
 }
 
 // OpenSnapshot binds the current snapshot of already loaded metadata. It
@@ -119,7 +130,7 @@ func (q *DB) bind(ctx context.Context, tbl *table.Table, tasks []table.FileScanT
 	} else if want == ReadParquet && !local {
 		return fmt.Errorf("read_parquet needs a local warehouse; the data files are at %s", tasks[0].File.FilePath())
 	}
-	for _, ddl := range []string{extentsDDL, namedSinksDDL} {
+	for _, ddl := range []string{extentsDDL, namedSinksDDL, statesDDL} {
 		if _, err := q.conn.ExecContext(ctx, ddl); err != nil {
 			return err
 		}

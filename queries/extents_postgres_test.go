@@ -77,7 +77,7 @@ func TestAckedExtentsInPostgres(t *testing.T) {
 	empty, emptySchema := open()
 	hostile := topics[2]
 	p := Params{Extents: []coverage.Extent{{Topic: hostile, Partition: 2, Start: 4, End: 9}}}
-	want := [][]string{{"raw", hostile, "2", "4", "9"}}
+	want := [][]string{{"raw", hostile, "2", "4", "9", "verify-reference", "NULL"}}
 	for engine, run := range map[string]engineRun{"Tier.Query": query(empty), "printed for psql": printed(emptySchema)} {
 		_, rows, err := run("gaps", p)
 		if err != nil || len(rows) != 1 || !slices.Equal(rows[0], want[0]) {

@@ -219,7 +219,11 @@ func checkExtentCases(t *testing.T, engine string, run engineRun) {
 		}
 		var want [][]string
 		for _, r := range c.gaps {
-			want = append(want, []string{r.Sink, r.Topic, fmt.Sprint(r.Partition), fmt.Sprint(r.Start), fmt.Sprint(r.End)})
+			kind := "replay"
+			if r.Sink == "raw" {
+				kind = "verify-reference"
+			}
+			want = append(want, []string{r.Sink, r.Topic, fmt.Sprint(r.Partition), fmt.Sprint(r.Start), fmt.Sprint(r.End), kind, "NULL"})
 		}
 		if (len(rows) > 0 || len(want) > 0) && !reflect.DeepEqual(rows, want) {
 			t.Fatalf("%s: gaps\n got %v\nwant %v", where, rows, want)

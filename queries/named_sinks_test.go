@@ -52,6 +52,9 @@ func TestNamedSinksHostileNamesAgree(t *testing.T) {
 	}
 	check := func(engine string, rows [][]string) {
 		t.Helper()
+		for i := range rows {
+			rows[i] = rows[i][:min(len(rows[i]), 5)] // the kind and event are the gap spec's
+		}
 		if !reflect.DeepEqual(rows, want) {
 			t.Errorf("%s: gaps with hostile named sinks\n got %q\nwant %q", engine, rows, want)
 		}

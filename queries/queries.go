@@ -20,7 +20,7 @@ var files embed.FS
 
 // parts are the shared CTEs, in expansion order: a part may name the
 // parts after it.
-var parts = []string{"gap_ctes", "selected", "sinks", "span"}
+var parts = []string{"held", "gap_ctes", "selected", "sinks", "span"}
 
 // ErrUnknownQuery: no canned query has that name; Names lists them.
 var ErrUnknownQuery = errors.New("unknown query")

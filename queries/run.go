@@ -61,7 +61,8 @@ func (q *DB) runGrouped(ctx context.Context, text string, p Params) (*Result, er
 		text = body
 	}
 	grouped, err := q.RunSQL(ctx, `SELECT sink, topic, "partition",
-       list("start" ORDER BY "start", "end") AS starts, list("end" ORDER BY "start", "end") AS ends
+       list("start" ORDER BY "start", "end") AS starts, list("end" ORDER BY "start", "end") AS ends,
+       list(kind ORDER BY "start", "end") AS kinds, list(event_id ORDER BY "start", "end") AS events
 FROM (
 `+text+`
 ) AS gaps
@@ -74,12 +75,14 @@ ORDER BY sink, topic, "partition"`, p)
 	for _, g := range grouped.Rows {
 		starts, okS := g[3].([]any)
 		ends, okE := g[4].([]any)
-		if !okS || !okE || len(starts) != len(ends) {
-			return nil, fmt.Errorf("queries: the grouped gaps of %v came back as %T and %T", g[:3], g[3], g[4])
+		kinds, okK := g[5].([]any)
+		events, okV := g[6].([]any)
+		if !okS || !okE || !okK || !okV || len(starts) != len(ends) || len(kinds) != len(starts) || len(events) != len(starts) {
+			return nil, fmt.Errorf("queries: the grouped gaps of %v came back as %T, %T, %T and %T", g[:3], g[3], g[4], g[5], g[6])
 		}
 		total += len(starts)
 	}
-	res := &Result{Columns: []string{"sink", "topic", "partition", "start", "end"}}
+	res := &Result{Columns: []string{"sink", "topic", "partition", "start", "end", "kind", "event_id"}}
 	if total == 0 {
 		return res, nil
 	}
@@ -87,11 +90,11 @@ ORDER BY sink, topic, "partition"`, p)
 	cells := make([]any, total*n)
 	res.Rows = make([][]any, 0, total)
 	for _, g := range grouped.Rows {
-		starts, ends := g[3].([]any), g[4].([]any)
+		starts, ends, kinds, events := g[3].([]any), g[4].([]any), g[5].([]any), g[6].([]any)
 		for i := range starts {
 			row := cells[:n:n]
 			cells = cells[n:]
-			row[0], row[1], row[2], row[3], row[4] = g[0], g[1], g[2], integer(starts[i]), integer(ends[i])
+			row[0], row[1], row[2], row[3], row[4], row[5], row[6] = g[0], g[1], g[2], integer(starts[i]), integer(ends[i]), kinds[i], events[i]
 			res.Rows = append(res.Rows, row)
 		}
 	}

@@ -54,6 +54,10 @@ func OpenTier(ctx context.Context, t durable.Tier, opts Options) (*DB, error) {
 		_ = q.Close()
 		return nil, fmt.Errorf("queries: binding %s: %w", t.Name(), err)
 	}
+	if err := q.bindStatesOf(ctx, t); err != nil {
+		_ = q.Close()
+		return nil, fmt.Errorf("queries: binding %s: %w", t.Name(), err)
+	}
 	return q, nil
 }
 
@@ -65,6 +69,7 @@ func (q *DB) bindTier(ctx context.Context, cov map[coverage.Destination]*coverag
 		`CREATE TABLE coverage_snapshots (snapshot_id BIGINT, committed_at TIMESTAMPTZ, operation VARCHAR)`,
 		extentsDDL,
 		namedSinksDDL,
+		statesDDL,
 	} {
 		if _, err := q.conn.ExecContext(ctx, ddl); err != nil {
 			return err

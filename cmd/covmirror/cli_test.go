@@ -29,8 +29,9 @@ import (
 //	stdout, then "? N" for a non-zero exit status and "error: MESSAGE"
 //
 // What differs from run to run is written as a placeholder: the state
-// directory as $STATE, the Go version as $GOVERSION and check-store's
-// scratch prefix as SCRATCH. Log
+// directory as $STATE, the Go version as $GOVERSION, check-store's
+// scratch prefix as SCRATCH, a gap state's event ID as $ID, its time as
+// $AT and --by's default as $USER@$HOST. Log
 // lines are left out. A query block is skipped in a build without cgo.
 // Regenerate with: go test ./cmd/covmirror -run Transcripts -rewrite
 func TestTranscripts(t *testing.T) {
@@ -45,7 +46,10 @@ func TestTranscripts(t *testing.T) {
 			state := t.TempDir()
 			normalize := func(s string) string {
 				s = strings.ReplaceAll(strings.ReplaceAll(s, state, "$STATE"), runtime.Version(), "$GOVERSION")
-				return scratchKey.ReplaceAllString(s, "covmirror-check-store/SCRATCH/")
+				s = scratchKey.ReplaceAllString(s, "covmirror-check-store/SCRATCH/")
+				s = eventID.ReplaceAllString(s, "$$ID")
+				s = strings.ReplaceAll(s, defaultBy(), "$USER@$HOST")
+				return decidedAt.ReplaceAllString(s, "$$AT")
 			}
 			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
 				if d.Cmd != "run" {
@@ -78,6 +82,13 @@ func TestTranscripts(t *testing.T) {
 		})
 	}
 }
+
+// eventID is a gap state event's ID (gapstate.NewID), and decidedAt its
+// time, in text or JSON.
+var (
+	eventID   = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	decidedAt = regexp.MustCompile(`\b20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z`)
+)
 
 // scratchKey is check-store's scratch prefix, named by the time and a
 // random suffix.

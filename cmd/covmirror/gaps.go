@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -23,20 +24,15 @@ type gapRow = recovery.Gap
 // reference's holes (kind verify-reference), looked for over the source
 // extents too, and every other sink's gaps against the reference, ordered
 // by sink, topic, partition and start.
-func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks []string) ([]gapRow, error) {
-	gaps, err := recovery.CommittedGaps(ctx, table, recovery.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks})
+// Gaps the tier's gap states hold out of the plan come with their kind
+// (refused, unrecoverable; waived with all) and decision.
+func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks []string, all bool) ([]gapRow, error) {
+	gaps, err := recovery.CommittedGaps(ctx, table, recovery.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks, All: all})
 	return gaps, explainNoReference("gaps", table, err)
 }
 
 // planSinksUse documents --sinks of plan and gaps.
 const planSinksUse = "sinks every topic is written to, comma-separated, planned besides the sinks with rows: a topic no sink has rows of (lost on every destination, found from --acked-ends) gets its sinks' replay only if they are named"
-
-// planCommand is recovery.Plan with a reference that has no rows reported in
-// the command line's terms.
-func planCommand(ctx context.Context, command string, table durable.Tier, opts recovery.PlanOptions) ([]recovery.Task, error) {
-	tasks, err := recovery.Plan(ctx, table, opts)
-	return tasks, explainNoReference(command, table, err)
-}
 
 // explainNoReference says in the command line's terms that a reference
 // has no rows; other errors pass through.
@@ -50,10 +46,11 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--acked-ends FILE|-] [--sinks a,b] [--json]")
+	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--all] [--acked-ends FILE|-] [--sinks a,b] [--json]")
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
-	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}")
+	all := fs.Bool("all", false, "list waived gaps too (an operator accepted their loss); refused and unrecoverable ones are always listed")
+	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}, and decision {event, reason, by, at} for a refused, unrecoverable or waived gap")
 	ackedEnds := extentsFlag(fs)
 	sinks := sinksFlag(fs, planSinksUse)
 	if err := parse(fs, args); err != nil {
@@ -63,17 +60,17 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	primary, closer, err := tier.Open(ctx, g.tier, false)
+	primary, closer, err := openTier(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	all, err := committedGaps(ctx, primary, *reference, extents, *sinks)
+	found, err := committedGaps(ctx, primary, *reference, extents, *sinks, *all)
 	if err != nil {
 		return err
 	}
 	rows := []gapRow{}
-	for _, r := range all {
+	for _, r := range found {
 		if *sink == "" || r.Sink == *sink {
 			rows = append(rows, r)
 		}
@@ -85,14 +82,23 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
 	}
 	for _, r := range rows {
-		// Destination's form quotes a topic holding a line break or a
-		// character a terminal acts on (a topic may hold any but NUL).
 		d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
-		if r.Kind == recovery.KindVerifyReference {
-			fmt.Fprintf(g.stdout, "%s [%d,%d) hole in the reference itself: %d batches to verify in %s\n", d, r.Start, r.End, r.End-r.Start, r.Sink)
-			continue
+		switch {
+		case r.Kind == recovery.KindVerifyReference:
+			fmt.Fprintf(g.stdout, "%s [%d,%d) hole in the reference itself: %d batches to verify in %q\n", d, r.Start, r.End, r.End-r.Start, r.Sink)
+		case r.Kind.Held():
+			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches, %s: %s\n", d, r.Start, r.End, r.End-r.Start, r.Kind, decisionText(r.Decision))
+		default:
+			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches\n", d, r.Start, r.End, r.End-r.Start)
 		}
-		fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches\n", d, r.Start, r.End, r.End-r.Start)
 	}
 	return nil
+}
+
+// decisionText is a held gap's decision as text, its free text quoted.
+func decisionText(d *recovery.Decision) string {
+	if d == nil {
+		return "no decision recorded"
+	}
+	return fmt.Sprintf("reason %q by %q at %s (event %q)", d.Reason, d.By, d.At.UTC().Format(time.RFC3339Nano), d.Event)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/recovery"
-	"github.com/covmirror/covmirror/tier"
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
@@ -16,7 +15,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", recovery.DefaultMaxBatches, "largest task")
 	maxTasks := fs.Int("max-tasks", recovery.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
-	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}")
+	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}; gaps held out of the plan (refused, unrecoverable, waived) are never in it: covmirror gaps --json lists them")
 	ackedEnds := extentsFlag(fs)
 	sinks := sinksFlag(fs, planSinksUse)
 	if err := parse(fs, args); err != nil {
@@ -32,12 +31,13 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if *maxTasks <= 0 {
 		return usageError{Err: fmt.Errorf("plan: --max-tasks must be positive")}
 	}
-	primary, closer, err := tier.Open(ctx, g.tier, false)
+	primary, closer, err := openTier(ctx, g.tier, false)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	tasks, err := planCommand(ctx, "plan", primary, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
+	tasks, held, err := recovery.PlanHeld(ctx, primary, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
+	err = explainNoReference("plan", primary, err)
 	if errors.Is(err, recovery.ErrPlanTruncated) {
 		// Not a failure: these tasks, taken in turn from every destination
 		// with work, are what to do first.
@@ -47,6 +47,11 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	}
 	rows := recovery.GapsOf(tasks, recovery.GapsFilter{})
 	if *asJSON {
+		// The array stays the tasks alone, as consumers replay it; the held
+		// gaps are said on stderr.
+		if n := countKind(held, recovery.KindUnrecoverable); n > 0 {
+			defer fmt.Fprintf(g.stderr, "note: %d unrecoverable gaps are held out of the plan: raw no longer holds them (covmirror gaps --json lists them)\n", n)
+		}
 		return json.NewEncoder(g.stdout).Encode(rows)
 	}
 	if len(rows) == 0 {
@@ -62,5 +67,36 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(g.stdout, "task %d: %s %s [%d,%d) from %s\n", i+1, r.Kind, d, r.Start, r.End, *reference)
 		}
 	}
+	printHeld(g, held)
 	return nil
+}
+
+// printHeld lists, after the tasks, the unrecoverable gaps (an operator
+// restores raw and reopens, or waives) and counts the refused and waived
+// ones, which covmirror gaps lists.
+func printHeld(g *globals, held []recovery.Gap) {
+	if n := countKind(held, recovery.KindUnrecoverable); n > 0 {
+		fmt.Fprintf(g.stdout, "unrecoverable, held out of the plan (raw no longer holds them: restore raw and reopen, or waive):\n")
+		for _, r := range held {
+			if r.Kind == recovery.KindUnrecoverable {
+				d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
+				fmt.Fprintf(g.stdout, "  %s [%d,%d) %d batches: %s\n", d, r.Start, r.End, r.End-r.Start, decisionText(r.Decision))
+			}
+		}
+	}
+	refused, waived := countKind(held, recovery.KindRefused), countKind(held, recovery.KindWaived)
+	if refused+waived > 0 {
+		fmt.Fprintf(g.stdout, "also held out of the plan: %d refused gaps (covmirror gaps lists them), %d waived (covmirror gaps --all)\n", refused, waived)
+	}
+}
+
+// countKind counts the gaps of kind k.
+func countKind(gaps []recovery.Gap, k recovery.TaskKind) int {
+	n := 0
+	for _, g := range gaps {
+		if g.Kind == k {
+			n++
+		}
+	}
+	return n
 }

@@ -112,7 +112,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks}
 	var db *queries.DB
 	if readsPrimary {
-		primary, closer, err := tier.Open(ctx, g.tier, false)
+		primary, closer, err := openTier(ctx, g.tier, false)
 		if err != nil {
 			return err
 		}

@@ -48,19 +48,23 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"record":      {lite.Summaries["record"], runRecord},
-		"checkpoint":  {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
-		"inspect":     {lite.Summaries["inspect"], runInspect},
-		"gaps":        {"list committed gaps of every sink against the reference (raw)", runGaps},
-		"query":       {"run a canned DuckDB query (coverage, gaps, summary, lag, files) on the table", runQuery},
-		"plan":        {"print the recovery plan: replay tasks from committed coverage", runPlan},
-		"compact":     {"rewrite the coverage table's small files, set-equal", runCompact},
-		"demo":        {"run the whole system once on embedded defaults and explain each step", runDemo},
-		"serve":       {"checkpoint on an interval; serve the record API (/v1/) and /debug/coverage, and /healthz, /readyz and /metrics on a read-only listener", runServe},
-		"version":     {lite.Summaries["version"], runVersion},
-		"replicate":   {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
-		"reconcile":   {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
-		"check-store": {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
+		"record":        {lite.Summaries["record"], runRecord},
+		"checkpoint":    {"checkpoint the local tier's pending ranges into the coverage table", runCheckpoint},
+		"inspect":       {lite.Summaries["inspect"], runInspect},
+		"gaps":          {"list committed gaps of every sink against the reference (raw)", runGaps},
+		"query":         {"run a canned DuckDB query (coverage, gaps, summary, lag, files, waivers) on the table", runQuery},
+		"plan":          {"print the recovery plan: replay tasks from committed coverage", runPlan},
+		"compact":       {"rewrite the coverage table's small files, set-equal", runCompact},
+		"demo":          {"run the whole system once on embedded defaults and explain each step", runDemo},
+		"serve":         {"checkpoint on an interval; serve the record API (/v1/) and /debug/coverage, and /healthz, /readyz and /metrics on a read-only listener", runServe},
+		"version":       {lite.Summaries["version"], runVersion},
+		"replicate":     {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
+		"reconcile":     {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
+		"refuse":        stateCommand("refuse"),
+		"unrecoverable": stateCommand("unrecoverable"),
+		"reopen":        stateCommand("reopen"),
+		"waive":         stateCommand("waive"),
+		"check-store":   {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }
 
@@ -155,10 +159,10 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-11s %s\n", name, commands[name].summary)
+		fmt.Fprintf(w, "  %-13s %s\n", name, commands[name].summary)
 	}
 	for alias, name := range aliases {
-		fmt.Fprintf(w, "  %-11s the former name of %s, still accepted\n", alias, name)
+		fmt.Fprintf(w, "  %-13s the former name of %s, still accepted\n", alias, name)
 	}
 	fmt.Fprintln(w, "\nglobal flags:")
 	fs.SetOutput(w)

@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 )
 
 // The kinds every surface prints: a sink's gap is replayed from raw; a gap
@@ -31,6 +33,9 @@ const (
 //	extent TOPIC/PARTITION [START,END)     the source's acked extent
 //	extent TOPIC/PARTITION END             one starting at the topic's stream start
 //	start TOPIC N                          a topic's stream start (default 0)
+//	state ID SINK TOPIC/PARTITION [START,END) STATE AT
+//	                                       a gap state event (package gapstate),
+//	                                       decided AT seconds after StateEpoch
 //
 // reference defaults to raw; sink, topic and partition filter the gaps
 // printed (not the holes); sinks are sinks every topic is written to,
@@ -43,7 +48,13 @@ type Case struct {
 	// checkpoint: overlapping and repeated rows are kept as they are.
 	Rows    []Row
 	Extents []coverage.Extent
+	// States are the gap state events, in input order; their reason is
+	// "r ID" and their decider "spec".
+	States []gapstate.Event
 }
+
+// StateEpoch is the time a state line's AT counts seconds from.
+var StateEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Filter selects the gaps printed; zero fields match everything.
 type Filter struct {
@@ -58,11 +69,14 @@ type Row struct {
 	Range       coverage.Range
 }
 
-// Gap is one gap an engine found: Destination lacks Range.
+// Gap is one gap an engine found: Destination lacks Range. Kind is
+// replay, verify-reference or the state holding it out of the plan
+// (refused, unrecoverable, waived), Event the deciding event's ID then.
 type Gap struct {
 	Destination coverage.Destination
 	Range       coverage.Range
 	Kind        string
+	Event       string
 }
 
 // Result is what an engine answers for a case: the gaps the filter
@@ -154,6 +168,28 @@ func Parse(d *datadriven.TestData) (Case, error) {
 				return bad(err)
 			}
 			starts[f[1]] = n
+		case "state":
+			if len(f) != 7 {
+				return bad(fmt.Errorf("want state ID SINK TOPIC/PARTITION [START,END) STATE AT"))
+			}
+			tp, err := parseTopicPartition(f[3])
+			if err != nil {
+				return bad(err)
+			}
+			r, err := parseRange(f[4])
+			if err != nil {
+				return bad(err)
+			}
+			at, err := strconv.ParseUint(f[6], 10, 32)
+			if err != nil {
+				return bad(err)
+			}
+			e := gapstate.Event{ID: f[1], Destination: coverage.Destination{Sink: f[2], Topic: tp.topic, Partition: tp.partition},
+				Range: r, State: gapstate.State(f[5]), Reason: "r " + f[1], By: "spec", At: StateEpoch.Add(time.Duration(at) * time.Second)}
+			if err := e.Validate(); err != nil {
+				return bad(err)
+			}
+			c.States = append(c.States, e)
 		case "extent":
 			if len(f) != 3 {
 				return bad(fmt.Errorf("want extent TOPIC/PARTITION [START,END) or END"))
@@ -319,10 +355,17 @@ func (r Result) String() string {
 		}
 		fmt.Fprintf(&b, "  %s ranges=%s covered=%s gaps=%s missing=%s oldest=", row[0], row[1], row[2], row[3], row[4])
 		if row[5] == "NULL" {
-			b.WriteString("none\n")
-			continue
+			b.WriteString("none")
+		} else {
+			fmt.Fprintf(&b, "%s/%s [%s,%s)", row[5], row[6], row[7], row[8])
 		}
-		fmt.Fprintf(&b, "%s/%s [%s,%s)\n", row[5], row[6], row[7], row[8])
+		// The held batches by kind, where there are any.
+		for i, kind := range []string{"refused", "unrecoverable", "waived"} {
+			if row[9+i] != "0" {
+				fmt.Fprintf(&b, " %s=%s", kind, row[9+i])
+			}
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -340,6 +383,9 @@ func writeGaps(b *strings.Builder, gaps []Gap, kinds bool) {
 		fmt.Fprintf(b, "  %s %s/%d %s", d.Sink, d.Topic, d.Partition, g.Range)
 		if kinds {
 			fmt.Fprintf(b, " %s", g.Kind)
+		}
+		if g.Event != "" {
+			fmt.Fprintf(b, " %s", g.Event)
 		}
 		b.WriteString("\n")
 	}

@@ -13,14 +13,17 @@ import (
 // SummaryColumns are the summary query's columns, the cells of each row of
 // Result.Summary in this order ("NULL" for a sink without gaps' oldest).
 var SummaryColumns = []string{"sink", "ranges", "covered_batches", "gaps", "missing_batches",
-	"oldest_gap_topic", "oldest_gap_partition", "oldest_gap_start", "oldest_gap_end"}
+	"oldest_gap_topic", "oldest_gap_partition", "oldest_gap_start", "oldest_gap_end",
+	"refused_batches", "unrecoverable_batches", "waived_batches"}
 
 // SummaryOf is the summary the gaps of c add up to, for an engine without a
 // summary of its own: one row per sink listed (each sink with rows of the
 // selected topic, the named sinks where the topic has rows, the reference
 // where it has selected rows, every sink with a gap), with its merged
 // covered ranges of the selected partitions, its gaps and its oldest gap
-// (the lowest start; then topic, then partition).
+// (the lowest start; then topic, then partition), and the batches its
+// refused, unrecoverable and waived gaps miss (all counted in missing too:
+// a state never makes a gap smaller).
 func SummaryOf(c Case, gaps []Gap) [][]string {
 	f := c.Filter
 	sinkOK := func(s string) bool { return f.Sink == "" || s == f.Sink }
@@ -69,6 +72,7 @@ func SummaryOf(c Case, gaps []Gap) [][]string {
 			}
 		}
 		n, missing := 0, new(big.Int)
+		held := map[string]*big.Int{"refused": new(big.Int), "unrecoverable": new(big.Int), "waived": new(big.Int)}
 		var oldest *Gap
 		for _, g := range gaps {
 			if g.Destination.Sink != sink {
@@ -76,12 +80,16 @@ func SummaryOf(c Case, gaps []Gap) [][]string {
 			}
 			n++
 			missing.Add(missing, new(big.Int).SetUint64(g.Range.Len()))
+			if h := held[g.Kind]; h != nil {
+				h.Add(h, new(big.Int).SetUint64(g.Range.Len()))
+			}
 			if oldest == nil || cmp.Or(cmp.Compare(g.Range.Start, oldest.Range.Start), cmp.Compare(g.Destination.Topic, oldest.Destination.Topic),
 				cmp.Compare(g.Destination.Partition, oldest.Destination.Partition)) < 0 {
 				oldest = &g
 			}
 		}
-		row := []string{sink, strconv.Itoa(ranges), batches.String(), strconv.Itoa(n), missing.String(), "NULL", "NULL", "NULL", "NULL"}
+		row := []string{sink, strconv.Itoa(ranges), batches.String(), strconv.Itoa(n), missing.String(), "NULL", "NULL", "NULL", "NULL",
+			held["refused"].String(), held["unrecoverable"].String(), held["waived"].String()}
 		if oldest != nil {
 			d, r := oldest.Destination, oldest.Range
 			row[5], row[6], row[7], row[8] = d.Topic, strconv.Itoa(int(d.Partition)), strconv.FormatUint(r.Start, 10), strconv.FormatUint(r.End, 10)

@@ -20,9 +20,16 @@
 -- ($6: a JSON array of the sinks every topic is written to besides those
 -- with rows, '[]' for none).
 --
+-- Each gap comes with its kind: replay, verify-reference (a hole of the
+-- reference), or the gap state holding it out of the plan (refused,
+-- unrecoverable, waived) and event_id, the deciding event (NULL for the
+-- first two), read from the gap_states table (parts/held.sql): a gap in a
+-- state is still listed, split where the decisions about it differ.
+--
 -- The shared CTEs are in parts/, expanded where it says {{name}}.
-{{gap_ctes}}
-SELECT x.sink, x.topic, x."partition", lower(g) AS "start", upper(g) AS "end"
-FROM (SELECT * FROM sink_gaps UNION ALL SELECT * FROM reference_gaps) x
+{{gap_ctes}},
+{{held}}
+SELECT x.sink, x.topic, x."partition", lower(g) AS "start", upper(g) AS "end", x.kind, x.event_id
+FROM classified x
 CROSS JOIN LATERAL unnest(x.missing) AS g
 ORDER BY x.sink COLLATE "C", x.topic COLLATE "C", x."partition", "start"

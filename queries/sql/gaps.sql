@@ -35,6 +35,12 @@
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).
 --
+-- Each gap comes with its kind: replay, verify-reference (a hole of the
+-- reference), or the gap state holding it out of the plan (refused,
+-- unrecoverable, waived) and event_id, the deciding event (NULL for the
+-- first two), from the gap_states relation (parts/held.sql): a gap in a
+-- state is still listed, cut where the decisions about it differ.
+--
 -- The CTEs this query shares with summary and lag are in parts/, expanded
 -- where it says {{name}}.
 WITH {{selected}},
@@ -46,7 +52,8 @@ merge_input AS (
     FROM selected
     WHERE sink = $reference
 ),
-{{gap_ctes}}
-SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end"
-FROM gap_rows
+{{gap_ctes}},
+{{held}}
+SELECT sink, topic, "partition", gap_start AS "start", gap_end AS "end", kind, event_id
+FROM classified
 ORDER BY sink, topic, "partition", "start", "end"

@@ -9,7 +9,12 @@
 -- totals are DECIMAL(38,0): a few ranges near 2^63 overflow BIGINT, in
 -- DuckDB, Trino and Spark alike.
 --
--- Relations: coverage, acked_extents and named_sinks, as gaps.sql reads them.
+-- A gap in a gap state (parts/held.sql) counts as gaps.sql lists it,
+-- missing like any other; refused_batches, unrecoverable_batches and
+-- waived_batches say how many of the missing batches are in each state.
+--
+-- Relations: coverage, acked_extents, named_sinks and gap_states, as
+-- gaps.sql reads them.
 --
 -- Parameters: $reference (required); $sink, $topic, $partition (NULL matches
 -- everything).
@@ -24,6 +29,7 @@ merge_input AS (
     FROM selected
 ),
 {{gap_ctes}},
+{{held}},
 listed AS (
     SELECT sink FROM sinks
     UNION
@@ -38,19 +44,25 @@ covered AS (
     GROUP BY sink
 ),
 missing AS (
-    SELECT sink, count(*) AS gaps, sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) AS missing_batches
-    FROM gap_rows
+    SELECT sink, count(*) AS gaps, sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) AS missing_batches,
+           sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) FILTER (WHERE kind = 'refused') AS refused_batches,
+           sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) FILTER (WHERE kind = 'unrecoverable') AS unrecoverable_batches,
+           sum(CAST(gap_end - gap_start AS DECIMAL(38,0))) FILTER (WHERE kind = 'waived') AS waived_batches
+    FROM classified
     GROUP BY sink
 ),
 oldest AS (
     SELECT sink, topic, "partition", gap_start, gap_end,
            row_number() OVER (PARTITION BY sink ORDER BY gap_start, topic, "partition") AS n
-    FROM gap_rows
+    FROM classified
 )
 SELECT l.sink, coalesce(c.ranges, 0) AS ranges, coalesce(c.covered_batches, CAST(0 AS DECIMAL(38,0))) AS covered_batches,
        coalesce(m.gaps, 0) AS gaps, coalesce(m.missing_batches, CAST(0 AS DECIMAL(38,0))) AS missing_batches,
        o.topic AS oldest_gap_topic, o."partition" AS oldest_gap_partition,
-       o.gap_start AS oldest_gap_start, o.gap_end AS oldest_gap_end
+       o.gap_start AS oldest_gap_start, o.gap_end AS oldest_gap_end,
+       coalesce(m.refused_batches, CAST(0 AS DECIMAL(38,0))) AS refused_batches,
+       coalesce(m.unrecoverable_batches, CAST(0 AS DECIMAL(38,0))) AS unrecoverable_batches,
+       coalesce(m.waived_batches, CAST(0 AS DECIMAL(38,0))) AS waived_batches
 FROM listed l
 LEFT JOIN covered c ON c.sink = l.sink
 LEFT JOIN missing m ON m.sink = l.sink
