@@ -20,14 +20,14 @@ import (
 type outcome int
 
 const (
-	replayOK       outcome = iota
-	replayFails            // an ordinary failure: Recover stops
-	refusedAll             // *RefusedError, no ranges: the whole task
-	refusedSome            // *RefusedError of ranges inside the task, wrapped
-	lostSome               // *UnrecoverableError of ranges inside the task
-	lostOutside            // *UnrecoverableError naming a range past the task: a bad answer
-	lostNone               // *UnrecoverableError naming nothing: a bad answer
-	recorderFails          // refused, and the recorder fails
+	replayOK      outcome = iota
+	replayFails           // an ordinary failure: Recover stops
+	refusedAll            // *RefusedError, no ranges: the whole task
+	refusedSome           // *RefusedError of ranges inside the task, wrapped
+	lostSome              // *UnrecoverableError of ranges inside the task
+	lostOutside           // *UnrecoverableError naming a range past the task: a bad answer
+	lostNone              // *UnrecoverableError naming nothing: a bad answer
+	recorderFails         // refused, and the recorder fails
 	outcomes
 )
 
@@ -100,7 +100,7 @@ func TestRecoverStatesModel(t *testing.T) {
 		rec := &memRecorder{}
 		r := &scripted{rec: rec}
 		var tasks []Task
-		for i := range n {
+		for range n {
 			d := coverage.Destination{Sink: []string{"lake", "search"}[rng.IntN(2)], Topic: "orders", Partition: int32(rng.IntN(2))}
 			s := uint64(rng.IntN(100))
 			task := Task{Destination: d, Range: rg(s, s+2+uint64(rng.IntN(20))), Kind: KindReplay}
@@ -120,7 +120,6 @@ func TestRecoverStatesModel(t *testing.T) {
 				}
 			}
 			r.inside = append(r.inside, inside)
-			_ = i
 		}
 		store := coverage.NewInMemory()
 		out, err := RecoverStates(ctx, tasks, r, store, RecoverOptions{States: rec, By: "recovery-worker", Now: func() time.Time { return at }})
