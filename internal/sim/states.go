@@ -10,6 +10,7 @@ import (
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/demo"
+	"github.com/covmirror/covmirror/internal/memstates"
 	"github.com/covmirror/covmirror/recovery"
 )
 
@@ -42,7 +43,7 @@ func (w *world) stateStep(ctx context.Context) error {
 		}
 	default:
 		waive := w.r.IntN(2) == 0
-		gaps, err := recovery.CommittedGaps(ctx, withStates{noStates{w.truth}, w.statesTruth}, w.gapsFilter(!waive))
+		gaps, err := recovery.CommittedGaps(ctx, memstates.With(noStates{w.truth}, w.statesTruth), w.gapsFilter(!waive))
 		if err != nil {
 			w.note("states: gaps: %v", err)
 			return nil
@@ -153,7 +154,7 @@ func (w *world) checkStates(ctx context.Context, committed map[coverage.Destinat
 	if err != nil {
 		return fmt.Errorf("the gaps without states: %w", err)
 	}
-	held, err := recovery.CommittedGaps(ctx, withStates{noStates{w.truth}, w.statesTruth}, w.gapsFilter(true))
+	held, err := recovery.CommittedGaps(ctx, memstates.With(noStates{w.truth}, w.statesTruth), w.gapsFilter(true))
 	if err != nil {
 		return fmt.Errorf("the gaps with states: %w", err)
 	}
@@ -204,7 +205,7 @@ func (w *world) checkStates(ctx context.Context, committed map[coverage.Destinat
 func (w *world) fixAndReopen(ctx context.Context) error {
 	clear(w.refuses)
 	clear(w.rawLost)
-	gaps, err := recovery.CommittedGaps(ctx, withStates{noStates{w.truth}, w.statesTruth}, w.gapsFilter(true))
+	gaps, err := recovery.CommittedGaps(ctx, memstates.With(noStates{w.truth}, w.statesTruth), w.gapsFilter(true))
 	if err != nil && !errors.Is(err, recovery.ErrNoReference) {
 		return fmt.Errorf("the gaps with faults off: %w", err)
 	}
@@ -228,7 +229,7 @@ func (w *world) fixAndReopen(ctx context.Context) error {
 // checkNoneHeld: once everything was reopened and recovered, no gap is
 // held.
 func (w *world) checkNoneHeld(ctx context.Context) error {
-	gaps, err := recovery.CommittedGaps(ctx, withStates{noStates{w.truth}, w.statesTruth}, w.gapsFilter(true))
+	gaps, err := recovery.CommittedGaps(ctx, memstates.With(noStates{w.truth}, w.statesTruth), w.gapsFilter(true))
 	if err != nil {
 		return fmt.Errorf("the gaps after recovery: %w", err)
 	}

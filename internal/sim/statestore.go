@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/gapstate"
+	"github.com/covmirror/covmirror/internal/memstates"
 )
 
 // openStates finds the gap states' store: the durable tier's own where it
@@ -19,7 +19,7 @@ import (
 func (w *world) openStates() {
 	truth, err := durable.StatesOf(w.truth)
 	if err != nil {
-		truth = &memStates{byID: map[string]gapstate.Event{}}
+		truth = memstates.New()
 		w.note("gap states: in memory beside the %s tier, which keeps none itself", w.cfg.Durable)
 	}
 	faulty, err := durable.StatesOf(w.table)
@@ -37,39 +37,6 @@ func (w *world) openStates() {
 func (w *world) now() time.Time {
 	w.clock = w.clock.Add(time.Microsecond)
 	return w.clock
-}
-
-// memStates is a durable.StateStore in memory: one event per ID. It stands
-// in for a tier that keeps no gap states.
-type memStates struct {
-	mu   sync.Mutex
-	byID map[string]gapstate.Event
-}
-
-func (m *memStates) AppendStates(_ context.Context, events []gapstate.Event) error {
-	if err := durable.ValidateStates(events); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range events {
-		if _, ok := m.byID[e.ID]; !ok {
-			m.byID[e.ID] = e
-		}
-	}
-	return nil
-}
-
-func (m *memStates) States(_ context.Context, f durable.Filter) ([]gapstate.Event, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []gapstate.Event
-	for _, e := range m.byID {
-		if f.Match(e.Destination) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 var errStatesDown = errors.New("sim: injected gap state store fault")
@@ -113,13 +80,6 @@ func (s *faultStates) States(ctx context.Context, f durable.Filter) ([]gapstate.
 		return nil, fmt.Errorf("read gap states: %w", errors.Join(errStatesDown, errors.New("read tcp: connection reset by peer")))
 	}
 	return s.StateStore.States(ctx, f)
-}
-
-// withStates is a tier whose gap states are states: what the planner
-// reads when a tier keeps none itself.
-type withStates struct {
-	durable.Tier
-	durable.StateStore
 }
 
 // noStates hides a tier's gap states: the gaps as they are without any.
