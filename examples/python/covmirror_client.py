@@ -511,12 +511,12 @@ class Client:
         state ("refused": the sink refused these batches for ever;
         "unrecoverable": raw no longer holds them; "reopened": back into the
         plan) and reason (required: the sink's error or your words). A
-        waiver is an operator's act: `covmirror waive`. Each entry is given
-        an id here (one it carries is kept), so a retry after a lost answer
-        records it once. Returns the events as recorded, each with id, by
-        (the pod) and at; raises Rejected (nothing recorded) for an invalid
-        entry, and any other CovmirrorError when the outcome is unknown:
-        call again with the same entries, ids and all."""
+        waiver is an operator's act: `covmirror waive`. Each entry without
+        an id is given one here, so this call's own retries record it once.
+        Returns the events as recorded, each with id, by (the pod) and at;
+        raises Rejected (nothing recorded) for an invalid entry, and any
+        other CovmirrorError when the outcome is unknown: call again (give
+        each entry an "id" yourself to make that call record it once too)."""
         entries = [dict(e) for e in entries]
         if not entries:
             raise Rejected(None, {"error": "no states to record; nothing was sent", "rule": "invalid-state"})
