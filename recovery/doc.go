@@ -44,4 +44,8 @@
 // back and found the batches: it records exactly what the verifier
 // returned, never the task's whole range, and without a verifier it records
 // nothing and says so.
+//
+// RecoverStates records what a replay cannot close (a RefusedError, an
+// UnrecoverableError) as gap states and carries on; a state is never
+// coverage, so nothing it records can close a gap.
 package recovery

@@ -103,7 +103,7 @@ func (f ReplayFunc) Replay(ctx context.Context, task Task) error { return f(ctx,
 // A replay task is done once the replayer returned nil (the sink's ack);
 // its range is recorded for its sink. Recover stops at the first failed
 // replay; that task and those after it stay gaps, so planning again finds
-// them.
+// them. RecoverStates also records refusals and losses and carries on.
 //
 // A verify-reference task needs the replayer to implement
 // ReferenceVerifier. It is done once VerifyReference returned: exactly the
@@ -115,6 +115,24 @@ func (f ReplayFunc) Replay(ctx context.Context, task Task) error { return f(ctx,
 // undone and not counted; Recover carries on with the other tasks and then
 // returns an error wrapping ErrCannotVerifyReference that says how many.
 func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store) (done int, err error) {
+	out, err := RecoverStates(ctx, tasks, r, store, RecoverOptions{})
+	return out.Done, err
+}
+
+// RecoverStates is Recover that, with opts.States, records what a replay
+// cannot close as gap states and carries on with the next task: a replay
+// failing with a *RefusedError records its batches refused, one failing
+// with an *UnrecoverableError records the ranges it names unrecoverable
+// (found with errors.As). Neither is ever recorded as coverage, and the
+// rest of such a task stays a plain gap. A named range outside the task,
+// or a loss naming none, is a bad answer: nothing is recorded and Recover
+// stops, as it does when the states cannot be recorded (the task stays a
+// gap, planned and replayed again: a second copy of a decision is
+// harmless). Every other error stops it as in Recover.
+func RecoverStates(ctx context.Context, tasks []Task, r Replayer, store coverage.Store, opts RecoverOptions) (out Outcome, err error) {
+	if opts.States != nil && strings.TrimSpace(opts.By) == "" {
+		return out, errors.New("recovery: RecoverOptions.By is empty: name the recovery worker that records the gap states")
+	}
 	verifier, canVerify := r.(ReferenceVerifier)
 	unverified := 0
 	for _, task := range tasks {
@@ -123,6 +141,17 @@ func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store
 			err = coverage.WriteThenRecord(ctx, store, task.Destination, task.Range, func(ctx context.Context) error {
 				return r.Replay(ctx, task)
 			})
+			if err != nil {
+				events, handled, herr := hold(ctx, task, err, opts)
+				if handled && herr == nil {
+					out.Held++
+					out.States = append(out.States, events...)
+					continue
+				}
+				if handled {
+					err = herr
+				}
+			}
 		case KindVerifyReference:
 			if !canVerify {
 				unverified++
@@ -133,14 +162,14 @@ func Recover(ctx context.Context, tasks []Task, r Replayer, store coverage.Store
 			err = fmt.Errorf("unknown task kind %q (want %q or %q)", task.Kind, KindReplay, KindVerifyReference)
 		}
 		if err != nil {
-			return done, fmt.Errorf("recovery: recovery task %s %s %s: %w", task.Kind, task.Destination, task.Range, err)
+			return out, fmt.Errorf("recovery: recovery task %s %s %s: %w", task.Kind, task.Destination, task.Range, err)
 		}
-		done++
+		out.Done++
 	}
 	if unverified > 0 {
-		return done, fmt.Errorf("recovery: recovery left %d verify-reference task(s) undone: %w; their holes stay open", unverified, ErrCannotVerifyReference)
+		return out, fmt.Errorf("recovery: recovery left %d verify-reference task(s) undone: %w; their holes stay open", unverified, ErrCannotVerifyReference)
 	}
-	return done, nil
+	return out, nil
 }
 
 // verifyReference records for the reference exactly what the verifier says

@@ -14,6 +14,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/memstates"
 )
 
 const testToken = "t0k3n-for-the-guard-tests-only"
@@ -23,6 +24,7 @@ const testToken = "t0k3n-for-the-guard-tests-only"
 // /debug/coverage that count every request they answer.
 type livePod struct {
 	*pod
+	states       *memstates.Store
 	base, socket string
 	extraCalls   *atomic.Int64
 }
@@ -30,12 +32,14 @@ type livePod struct {
 func newLivePod(t *testing.T, tweak func(*Options)) *livePod {
 	t.Helper()
 	calls := new(atomic.Int64)
+	states := memstates.New()
 	mount := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		writeJSON(w, http.StatusOK, map[string]string{"mounted": r.URL.Path})
 	})
 	p := newPod(t, func(o *Options) {
 		o.Extra = map[string]http.Handler{"GET /{$}": mount, "GET /v1/map": mount, "/metrics": mount, "/debug/coverage": mount}
+		o.Durable = memstates.With(o.Durable, states) // a refused POST /v1/states would show there
 		if tweak != nil {
 			tweak(o)
 		}
@@ -52,7 +56,7 @@ func newLivePod(t *testing.T, tweak func(*Options)) *livePod {
 	go func() { _ = p.srv.Serve(ln) }()
 	go func() { _ = p.srv.Serve(uln) }()
 	t.Cleanup(func() { _ = p.srv.Shutdown(context.Background()) })
-	return &livePod{pod: p, base: "http://" + ln.Addr().String(), socket: socket, extraCalls: calls}
+	return &livePod{pod: p, states: states, base: "http://" + ln.Addr().String(), socket: socket, extraCalls: calls}
 }
 
 // send makes one request over TCP (or the socket when overSocket), with
@@ -107,6 +111,7 @@ var everyRoute = []route{
 	{"GET", "/metrics", ""},
 	{"GET", "/debug/coverage", ""},
 	{"GET", "/no-such-route", ""},
+	{"POST", "/v1/states", `{"states":[{"sink":"lake","topic":"orders","partition":0,"start":0,"end":10,"state":"refused","reason":"r"}]}`},
 }
 
 // nothingHappened checks the pod's local tier, durable tier and positions
@@ -142,6 +147,9 @@ func (lp *livePod) nothingHappened(t *testing.T, pendingBefore uint64) {
 	}
 	if len(stored) != 0 {
 		t.Errorf("a refused PUT saved the positions %v", stored)
+	}
+	if events := lp.states.Events(); len(events) != 0 {
+		t.Errorf("refused requests recorded the gap states %v", events)
 	}
 	if n := lp.extraCalls.Load(); n != 0 {
 		t.Errorf("a mounted handler answered %d refused requests", n)
@@ -197,7 +205,7 @@ func TestAllowedHosts(t *testing.T) {
 // recorded lake [0,1000000).
 func TestBrowserShapedRequestsRefused(t *testing.T) {
 	lp := newLivePod(t, nil)
-	writes := []route{everyRoute[0], everyRoute[1], everyRoute[2], everyRoute[5]}
+	writes := []route{everyRoute[0], everyRoute[1], everyRoute[2], everyRoute[5], everyRoute[12]}
 	for _, w := range writes {
 		for _, ct := range []string{"", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx"} {
 			code, body, _ := lp.send(t, false, w.method, w.path, w.body, "Content-Type", ct)
@@ -221,6 +229,9 @@ func TestBrowserShapedRequestsRefused(t *testing.T) {
 		}
 	}
 	lp.nothingHappened(t, 0)
+	if got := rejects(t, lp.srv, routeStates, "origin"); got != 5 {
+		t.Errorf("rejects{route=%q,rule=origin} = %v, want 5", routeStates, got)
+	}
 	// A link from another site to the map still opens it; the page's own
 	// requests carry its own origin.
 	if code, body, _ := lp.send(t, false, "GET", "/", "", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate"); code != 200 {

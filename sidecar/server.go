@@ -130,7 +130,7 @@ func (s *Server) routes() (h *http.ServeMux, err error) {
 		mux.Handle(pattern, extra)
 	}
 	mux.Handle("/", s.route(routeUnknown, "", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, POST /v1/release, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT, GET and DELETE /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("no route %s %s: the API is POST /v1/records, POST /v1/checkpoint, POST /v1/release, POST /v1/states, GET and POST /v1/gaps and /v1/plan, GET /v1/committed, GET /v1/coverage, PUT, GET and DELETE /v1/extents, PUT and GET /v1/positions/{source}", r.Method, r.URL.Path), Rule: "route"})
 	}))
 	return mux, nil
 }

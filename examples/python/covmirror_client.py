@@ -60,6 +60,7 @@ import socket as _socket
 import sys
 import time
 import urllib.parse
+import uuid
 
 _log = logging.getLogger("covmirror_client")
 
@@ -70,6 +71,7 @@ DEFAULT_MAX_ANSWER = 64 << 20  # bytes of a successful answer read, at most
 MAX_ERROR_BODY = 64 << 10      # bytes of an error answer read, at most
 MAX_ERROR_TEXT = 200           # bytes of an answer that is not the API's put in a message
 MAX_TRANSPORT_TEXT = 1024      # bytes of a transport error put in a message
+MAX_STATES = 1000              # gap states in one record_states call, as the server bounds them
 
 # The redaction, the twin of the Go module's internal/redact (same rules):
 # every secret given, and every credential's shape, replaced by _MARK in
@@ -545,6 +547,41 @@ class Client:
             raise BadAnswer(200, {"error": "the answer says %r recorded of %d entries sent: treat them as not recorded" % (got, len(entries))}, "POST /v1/records")
         return got
 
+    def record_states(self, entries):
+        """Records gap states a replay cannot undo: all or nothing, durable
+        once it returns (POST /v1/states). Never coverage: a refused range
+        stays a gap, out of the replay plan until reopened or covered.
+
+        entries: dicts with sink, topic, partition, start, end (half-open),
+        state ("refused": the sink refused these batches for ever;
+        "unrecoverable": raw no longer holds them; "reopened": back into the
+        plan) and reason (required: the sink's error or your words). A
+        waiver is an operator's act: `covmirror waive`. Each entry without
+        an id is given one here, so this call's own retries record it once.
+        Returns the events as recorded, each with id, by (the pod) and at;
+        raises Rejected (nothing recorded) for an invalid entry, and any
+        other CovmirrorError when the outcome is unknown: call again (give
+        each entry an "id" yourself to make that call record it once too)."""
+        entries = [dict(e) for e in entries]
+        if not entries:
+            raise Rejected(None, {"error": "no states to record; nothing was sent", "rule": "invalid-state"})
+        if len(entries) > MAX_STATES:
+            raise Rejected(None, {"error": "%d states in one call, more than %d: split them; nothing was sent" % (len(entries), MAX_STATES),
+                                  "rule": "invalid-state"})
+        for i, e in enumerate(entries):
+            for what, key in (("sink name", "sink"), ("topic name", "topic"), ("reason", "reason"), ("state", "state")):
+                _check_text(what, e.get(key), i)
+            if e.get("state") == "waived":
+                raise Rejected(None, {"error": "entry %d: a waiver is an operator's decision: use `covmirror waive` with a reason; nothing was sent" % i,
+                                      "rule": "invalid-state", "entry": i})
+            e.setdefault("id", uuid.uuid4().hex)
+        ans = self._request("POST", "/v1/states", json.dumps({"states": entries}).encode())
+        ans = ans if isinstance(ans, dict) else {}
+        events = ans.get("events")
+        if ans.get("recorded") != len(entries) or not isinstance(events, list) or len(events) != len(entries):
+            raise BadAnswer(200, {"error": "the answer does not say all %d states were recorded: treat them as not recorded" % len(entries)}, "POST /v1/states")
+        return events
+
     def checkpoint(self):
         return self._request("POST", "/v1/checkpoint")
 
@@ -555,16 +592,18 @@ class Client:
             return self._request("POST", path, json.dumps(list(extents)).encode())
         return self._request("GET", path)
 
-    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None, sinks=None):
+    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None, sinks=None, all=False):
         """The committed gaps, each with its kind (replay, or verify-reference
         for a hole in raw). extents: the source's acked extents, dicts with
         topic, partition, end and optionally start: raw's holes are looked
         for over them too, so a lost first or last stretch is found. sinks:
         the sinks every topic is written to, besides those with rows (a
         sink with no rows of a topic has gaps only when named; default:
-        serve's --sinks)."""
+        serve's --sinks). A gap a replay cannot close has the kind refused
+        or unrecoverable (waived too with all=True) and its decision
+        {event, reason, by, at}."""
         return self._recovery("/v1/gaps", extents, (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition),
-                                                     ("sinks", _sinks(sinks))))
+                                                     ("sinks", _sinks(sinks)), ("all", "1" if all else None)))
 
     def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None, sinks=None):
         """The recovery plan: tasks {sink, topic, partition, start, end, kind}.

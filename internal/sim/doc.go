@@ -35,15 +35,24 @@
 //   - the local tier never claims one either;
 //   - every range the local tier marks checkpointed is in the durable tier;
 //   - on the object and PostgreSQL tiers, the replica table never claims
-//     a range the primary lacks (it may lag, never lead).
+//     a range the primary lacks (it may lag, never lead);
+//   - gap states (steps where a sink starts refusing a range, raw loses
+//     one, an operator waives or reopens, recorded through a state store
+//     behind faults of its own, and the recovery worker's RecoverStates
+//     recording what its replays meet): recording one never changes
+//     coverage, no batch a sink refuses is covered, CommittedGaps with the
+//     states lists exactly the gaps without them (every missing batch,
+//     held or not, once), and no replay task holds a batch in a state.
+//     A tier that keeps no states yet has them in memory beside it.
 //
-// Once faults stop and recovery has run to quiescence: every sink holds
+// Once faults stop, an operator fixes every sink, restores raw and reopens
+// every held gap, and recovery has run to quiescence: every sink holds
 // every batch raw holds, and the durable tier's coverage says so,
 // including batches whose raw coverage record was lost (raw holds the
 // batch, but a crash or a failed local write dropped its record); the
 // coverage table lists no data file twice (no commit applied twice); on the
 // object and PostgreSQL tiers, one more replication makes the replica
-// equal to the primary;
+// equal to the primary; no gap is held any more;
 // and a compaction of the coverage table goes through.
 //
 // A failure names the seed; the same seed replays the same run.

@@ -43,6 +43,12 @@ type Rates struct {
 	TierRead            float64 // a Coverage or Landed fails
 	PostgresAbort       float64 // an Append's transaction is aborted as a serialization failure, 1 to 4 times in a row
 	PostgresMaxAttempts int     // the PostgreSQL tier's MaxAttempts: low ones let the aborts reach the Mirror
+
+	// The gap state store's faults, drawn by every run from a stream of
+	// their own.
+	StateAppend     float64 // an AppendStates is refused before it reaches the store
+	StateAppendLost float64 // an AppendStates is applied, and its answer lost
+	StateRead       float64 // a States read fails
 }
 
 func drawRates(r *rand.Rand) Rates {
@@ -66,20 +72,22 @@ type faults struct {
 	rates Rates
 	ware  *faultio.Injector
 
-	mu      sync.Mutex
-	on      bool
-	fsRand  *rand.Rand
-	catRnd  *rand.Rand
-	objRnd  *rand.Rand
-	tierRnd *rand.Rand
-	counts  map[string]int
+	mu       sync.Mutex
+	on       bool
+	fsRand   *rand.Rand
+	catRnd   *rand.Rand
+	objRnd   *rand.Rand
+	tierRnd  *rand.Rand
+	stateRnd *rand.Rand
+	counts   map[string]int
 }
 
 func newFaults(seed uint64, rates Rates) *faults {
 	return &faults{rates: rates, ware: faultio.New(seed ^ 0x57a3),
 		fsRand: rand.New(rand.NewPCG(seed, 0xf5)), catRnd: rand.New(rand.NewPCG(seed, 0xca7)),
 		objRnd: rand.New(rand.NewPCG(seed, 0x0b1)), tierRnd: rand.New(rand.NewPCG(seed, 0x7e1)),
-		counts: map[string]int{}}
+		stateRnd: rand.New(rand.NewPCG(seed, 0x57a)),
+		counts:   map[string]int{}}
 }
 
 // set turns faults on or off in every layer.

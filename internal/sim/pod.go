@@ -89,10 +89,37 @@ func (w *world) crash(ctx context.Context) error {
 }
 
 // replayer replays from the simulated raw and verifies raw by reading it.
-type replayer struct{ p *demo.Pipeline }
+// A replay overlapping batches raw has lost (lost, by raw's destination)
+// fails with a *recovery.UnrecoverableError naming them, one overlapping
+// batches its sink refuses (refuses) with a *recovery.RefusedError naming
+// those; either writes nothing.
+type replayer struct {
+	p       *demo.Pipeline
+	refuses map[coverage.Destination]*coverage.RangeSet
+	lost    map[coverage.Destination]*coverage.RangeSet
+}
+
+func (w *world) replayer() replayer { return replayer{p: w.p, refuses: w.refuses, lost: w.rawLost} }
 
 func (r replayer) Replay(_ context.Context, t recovery.Task) error {
+	if lost := within(r.lost[r.p.Destination(t.Destination.Partition)], t.Range); len(lost) > 0 {
+		return &recovery.UnrecoverableError{Ranges: lost, Reason: "raw's retention expired them (simulated)"}
+	}
+	if refused := within(r.refuses[t.Destination], t.Range); len(refused) > 0 {
+		return &recovery.RefusedError{Reason: "400: the row violates a constraint (simulated)", Ranges: refused}
+	}
 	return r.p.Replay(t.Destination, t.Range)
+}
+
+// within is set's ranges cut to r; none for a nil set.
+func within(set *coverage.RangeSet, r coverage.Range) []coverage.Range {
+	if set == nil {
+		return nil
+	}
+	one, _ := coverage.NewRangeSet(r) // a task's range is valid
+	lacks := coverage.Gaps(&one, set)
+	in := coverage.Gaps(&one, &lacks)
+	return in.Ranges()
 }
 
 // VerifyReference implements recovery.ReferenceVerifier: what of the task's
@@ -119,12 +146,25 @@ func (w *world) extents() []coverage.Extent {
 	return out
 }
 
-// plan is recovery.Plan from a view of the durable tier: the faulty one, as
-// the recovery worker sees it, or the true one.
-func (w *world) plan(ctx context.Context, t durable.Tier, maxBatches uint64) ([]recovery.Task, error) {
-	tasks, err := recovery.Plan(ctx, t, recovery.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), Extents: w.extents()})
+// plan is recovery.Plan from a view of the durable tier and its gap
+// states: the faulty ones, as the recovery worker sees them, or the true
+// ones.
+func (w *world) plan(ctx context.Context, t durable.Tier, states durable.StateStore, maxBatches uint64) ([]recovery.Task, error) {
+	events, err := states.States(ctx, durable.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := recovery.Plan(ctx, noStates{t}, recovery.PlanOptions{MaxBatches: maxBatches, Sinks: w.p.SinkNames(), Extents: w.extents(), States: events})
 	if errors.Is(err, recovery.ErrNoReference) {
 		return nil, fmt.Errorf("%w (raw's records may all have been lost; the source's acked ends were given)", err)
 	}
 	return tasks, err
+}
+
+// recoverTasks is recovery.RecoverStates through the pod, recording
+// refusals and losses in the faulty state store.
+func (w *world) recoverTasks(ctx context.Context, tasks []recovery.Task, states durable.StateStore) (recovery.Outcome, error) {
+	out, err := recovery.RecoverStates(ctx, tasks, w.replayer(), w.pod.m, recovery.RecoverOptions{States: states, By: "sim-recovery", Now: w.now})
+	w.res.Ops["states: held by recovery"] += out.Held
+	return out, err
 }

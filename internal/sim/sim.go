@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/demo"
@@ -87,11 +88,21 @@ type world struct {
 	replica  bool           // the table is the replica of the primary (the object or PostgreSQL tier)
 	closers  []func() error // the primary's resources, closed last first
 	pod      *pod
-	pods     int
-	down     map[string]bool // sinks in an outage
-	res      Result
-	step     int
-	trace    []string
+	// The gap states: the store through the faults (the pods' and the
+	// recovery worker's) and without them (the checks'); the batches each
+	// sink refuses for ever and those raw's destination has lost (the
+	// replayer's answers), until an operator fixes them; the decisions'
+	// clock.
+	states      durable.StateStore
+	statesTruth durable.StateStore
+	refuses     map[coverage.Destination]*coverage.RangeSet
+	rawLost     map[coverage.Destination]*coverage.RangeSet
+	clock       time.Time
+	pods        int
+	down        map[string]bool // sinks in an outage
+	res         Result
+	step        int
+	trace       []string
 }
 
 // Run runs one simulation. A failed invariant is a *Failure naming the seed;
@@ -123,6 +134,7 @@ func Run(ctx context.Context, cfg Config) (_ Result, err error) {
 	case "postgres":
 		drawTierRates(cfg.Seed, &w.f.rates)
 	}
+	drawStateRates(cfg.Seed, &w.f.rates)
 	for _, s := range append(w.p.Sinks, w.p.Raw) {
 		rate := w.f.rates.SinkWrite
 		if s == w.p.Raw {
@@ -181,6 +193,7 @@ func (w *world) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.openStates()
 	w.f.set(true)
 	return w.newPod(ctx)
 }
@@ -240,6 +253,7 @@ func (w *world) randomStep(ctx context.Context) error {
 		{4, "crash", w.crash},
 		{3, "rebalance", w.rebalance},
 		{5, "recover", w.recover},
+		{4, "states", w.stateStep},
 	}
 	total := 0
 	for _, o := range ops {

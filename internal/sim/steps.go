@@ -107,8 +107,8 @@ func (w *world) rebalance(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			done, err := recovery.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
-			w.note("resume %s %s %v: %d done, %v", a.Destination, a.Kind, a.Replay, done, errText(err))
+			out, err := w.recoverTasks(ctx, tasks, w.states)
+			w.note("resume %s %s %v: %d done, %d held: %v", a.Destination, a.Kind, a.Replay, out.Done, out.Held, errText(err))
 		}
 	}
 	return nil
@@ -117,13 +117,13 @@ func (w *world) rebalance(ctx context.Context) error {
 // recover is the recovery worker's round: plan from the durable tier, recover
 // through the pod, as far as the sinks and faults let it.
 func (w *world) recover(ctx context.Context) error {
-	tasks, err := w.plan(ctx, w.table, 1+uint64(w.r.IntN(30)))
+	tasks, err := w.plan(ctx, w.table, w.states, 1+uint64(w.r.IntN(30)))
 	if err != nil {
 		w.note("plan: %v", err)
 		return nil
 	}
-	done, err := recovery.Recover(ctx, tasks, replayer{w.p}, w.pod.m)
-	w.note("recover: %d of %d tasks done: %v", done, len(tasks), errText(err))
+	out, err := w.recoverTasks(ctx, tasks, w.states)
+	w.note("recover: %d of %d tasks done, %d held: %v", out.Done, len(tasks), out.Held, errText(err))
 	return nil
 }
 
@@ -141,6 +141,9 @@ func (w *world) check(ctx context.Context) error {
 		return err
 	}
 	if err := checkReplica(replica, committed); err != nil {
+		return err
+	}
+	if err := w.checkStates(ctx, committed); err != nil {
 		return err
 	}
 	diag, err := w.pod.local.Diagnostics(ctx)
@@ -187,6 +190,9 @@ func (w *world) quiesce(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := w.fixAndReopen(ctx); err != nil {
+		return err
+	}
 	for round := 1; ; round++ {
 		w.step++
 		if err := w.pod.m.Sync(ctx); err != nil {
@@ -195,14 +201,14 @@ func (w *world) quiesce(ctx context.Context) error {
 		if err := w.check(ctx); err != nil {
 			return err
 		}
-		tasks, err := w.plan(ctx, w.truth, 0)
+		tasks, err := w.plan(ctx, w.truth, w.statesTruth, 0)
 		if err != nil {
 			return fmt.Errorf("plan with faults off: %w", err)
 		}
 		var work []recovery.Task
 		for _, t := range tasks {
 			if t.Kind == recovery.KindVerifyReference {
-				if held, _ := (replayer{w.p}).VerifyReference(ctx, t); len(held) == 0 {
+				if held, _ := w.replayer().VerifyReference(ctx, t); len(held) == 0 {
 					continue // a hole raw has nothing of: nothing to recover
 				}
 			}
@@ -215,8 +221,8 @@ func (w *world) quiesce(ctx context.Context) error {
 		if round == 10 {
 			return fmt.Errorf("recovery does not quiesce: after 10 rounds the plan still has %v", work)
 		}
-		if done, err := recovery.Recover(ctx, work, replayer{w.p}, w.pod.m); err != nil {
-			return fmt.Errorf("recovery with faults off: %d of %d done: %w", done, len(work), err)
+		if out, err := w.recoverTasks(ctx, work, w.statesTruth); err != nil || out.Held > 0 {
+			return fmt.Errorf("recovery with faults off, every state reopened: %d of %d done, %d held: %v", out.Done, len(work), out.Held, errText(err))
 		}
 	}
 	committed, err := w.truth.Coverage(ctx, durable.Filter{})
@@ -225,6 +231,9 @@ func (w *world) quiesce(ctx context.Context) error {
 	}
 	if problems := w.p.Incomplete(committed, 0); len(problems) > 0 {
 		return fmt.Errorf("after recovery with faults off: %v", problems)
+	}
+	if err := w.checkNoneHeld(ctx); err != nil {
+		return err
 	}
 	if err := w.checkDataFiles(ctx); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/covmirror/covmirror/internal/memstates"
 	"github.com/covmirror/covmirror/internal/testseed"
+	"github.com/covmirror/covmirror/sidecar"
 )
 
 // pythonClient is the Python client's package, beside the Go client's
@@ -31,7 +34,10 @@ func TestPythonClient(t *testing.T) {
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("pip install %s: %v\n%s", pythonClient, err, out)
 	}
-	p := startPod(t, nil, nil)
+	// Gap states in memory beside the tier (memstates), until the tiers
+	// keep them themselves.
+	states := memstates.New()
+	p := startPod(t, nil, func(o *sidecar.Options) { o.Durable = memstates.With(o.Durable, states) })
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,4 +57,18 @@ func TestPythonClient(t *testing.T) {
 		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+	// test_retries_record_each_entry_once: each entry once, whatever the
+	// retries after lost answers.
+	seen, retried := map[string]int{}, 0
+	for _, e := range states.Events() {
+		if e.Topic == "py-states-retry" {
+			retried++
+			if seen[fmt.Sprintf("%v %v", e.Destination, e.Range)]++; seen[fmt.Sprintf("%v %v", e.Destination, e.Range)] > 1 {
+				t.Errorf("the Python client's retries recorded %v %v twice", e.Destination, e.Range)
+			}
+		}
+	}
+	if retried == 0 {
+		t.Error("the Python retry test recorded no gap states")
+	}
 }
