@@ -176,7 +176,7 @@ func tierPlan(ctx context.Context, s tier.Settings, opts recovery.PlanOptions) (
 		return nil, err
 	}
 	defer closer.Close()
-	tasks, err := recovery.Plan(ctx, statesTier(t), opts)
+	tasks, err := recovery.Plan(ctx, t, opts)
 	return recovery.GapsOf(tasks, recovery.GapsFilter{}), err
 }
 

@@ -52,7 +52,7 @@ func (w *stateWriter) record(ctx context.Context, entries []client.StateEntry) e
 		if err != nil {
 			return err
 		}
-		store, err := durable.StatesOf(statesTier(t))
+		store, err := durable.StatesOf(t)
 		if err != nil {
 			_ = closer.Close()
 			w.noStates = err
@@ -80,22 +80,4 @@ func (w *stateWriter) close() error {
 	}
 	w.c, w.store, w.closer = nil, nil, nil
 	return err
-}
-
-// testStates, set only by this package's tests, stands in for the durable
-// tier's gap states while the tier they run on keeps none.
-var testStates durable.StateStore
-
-// withStates is a tier whose gap states are testStates.
-type withStates struct {
-	durable.Tier
-	durable.StateStore
-}
-
-// statesTier is t, with testStates when a test set it.
-func statesTier(t durable.Tier) durable.Tier {
-	if testStates == nil {
-		return t
-	}
-	return withStates{t, testStates}
 }

@@ -6,12 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/covmirror/covmirror/benthos"
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/gapstate"
@@ -20,48 +18,9 @@ import (
 	"github.com/covmirror/covmirror/tier"
 )
 
-// memStates keeps gap states in memory, one per ID, as a tier does: the
-// tests' tier (the embedded Iceberg table) keeps none yet.
-type memStates struct {
-	mu     sync.Mutex
-	events map[string]gapstate.Event
-}
-
-func useMemStates(t *testing.T) *memStates {
-	s := &memStates{events: map[string]gapstate.Event{}}
-	t.Cleanup(benthos.SetTestStates(s))
-	return s
-}
-
-func (s *memStates) AppendStates(_ context.Context, events []gapstate.Event) error {
-	if err := durable.ValidateStates(events); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range events {
-		if _, ok := s.events[e.ID]; !ok {
-			s.events[e.ID] = e
-		}
-	}
-	return nil
-}
-
-func (s *memStates) States(_ context.Context, f durable.Filter) ([]gapstate.Event, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []gapstate.Event
-	for _, e := range s.events {
-		if f.Match(e.Destination) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
 // gapsWith are the committed gaps on state over 0..n-1 with the gap
-// states of s, held ones included (waived too).
-func gapsWith(t *testing.T, state string, s *memStates, n uint64) []recovery.Gap {
+// states the tier keeps, held ones included (waived too).
+func gapsWith(t *testing.T, state string, n uint64) []recovery.Gap {
 	t.Helper()
 	ctx := context.Background()
 	tr, closer, err := tier.Open(ctx, tier.Settings{State: state, Writer: "test"}, false)
@@ -69,7 +28,7 @@ func gapsWith(t *testing.T, state string, s *memStates, n uint64) []recovery.Gap
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	gaps, err := recovery.CommittedGaps(ctx, benthos.WithStates(tr, s), recovery.GapsFilter{All: true,
+	gaps, err := recovery.CommittedGaps(ctx, tr, recovery.GapsFilter{All: true,
 		Extents: []coverage.Extent{{Topic: "orders", Partition: 0, End: n}}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +76,6 @@ func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 	bad := chosen(rng, n, 0.15)
 	bad[uint64(rng.IntN(n))] = true // at least one
 	var fixed atomic.Bool
-	states := useMemStates(t)
 	raw := newSinkServer(t, nil)
 	lake := newSinkServer(t, func(id uint64, _ int) bool { return !fixed.Load() && bad[id] })
 	lake.status = http.StatusBadRequest
@@ -137,7 +95,7 @@ func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 	if got := committed(t, state)["lake"]; !slices.Equal(got, goodIDs) || !slices.Equal(lake.ids(), goodIDs) {
 		t.Fatalf("lake holds %s with coverage %s, want %s", short(lake.ids()), short(got), short(goodIDs))
 	}
-	gaps := gapsWith(t, state, states, n)
+	gaps := gapsWith(t, state, n)
 	if got := ofKind(gaps, "lake", recovery.KindRefused); !slices.Equal(got, ranges(badIDs)) {
 		t.Fatalf("lake's refused gaps %v, want %v (all gaps %v)", got, ranges(badIDs), gaps)
 	}
@@ -162,14 +120,12 @@ func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 		reopen = append(reopen, gapstate.Event{ID: gapstate.NewID(), Destination: coverage.Destination{Sink: "lake", Topic: "orders", Partition: 0},
 			Range: r, State: gapstate.Reopened, Reason: "schema fixed", By: "operator", At: time.Now().UTC().Add(time.Second)})
 	}
-	if err := states.AppendStates(context.Background(), reopen); err != nil {
-		t.Fatal(err)
-	}
+	appendStates(t, state, reopen)
 	run(t, replayStream(t, state, raw, n, sinks))
 	if got := committed(t, state)["lake"]; !slices.Equal(got, upTo(n)) || !slices.Equal(lake.ids(), upTo(n)) {
 		t.Fatalf("after the reopen and the replay lake holds %s with coverage %s, want every batch", short(lake.ids()), short(got))
 	}
-	if left := gapsWith(t, state, states, n); len(left) > 0 {
+	if left := gapsWith(t, state, n); len(left) > 0 {
 		t.Fatalf("after the reopen and the replay the gaps are %v, want none", left)
 	}
 }
@@ -184,7 +140,6 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	const n = 90
 	start := uint64(rng.IntN(n - 40))
 	var healthy atomic.Bool
-	states := useMemStates(t)
 	raw := newSinkServer(t, nil)
 	lake := newSinkServer(t, func(id uint64, _ int) bool { return !healthy.Load() && id >= start && id < start+40 })
 	state := t.TempDir()
@@ -209,7 +164,7 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	sinks := map[string]*sinkServer{"lake": lake}
 	run(t, replayStream(t, state, raw, n, sinks))
 
-	gaps := gapsWith(t, state, states, n)
+	gaps := gapsWith(t, state, n)
 	if got := ofKind(gaps, "lake", recovery.KindUnrecoverable); !slices.Equal(got, ranges(lostIDs)) {
 		t.Fatalf("lake's unrecoverable gaps %v, want what raw lost %v (all gaps %v)", got, ranges(lostIDs), gaps)
 	}
@@ -232,19 +187,18 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 // again in the replay it is refused, and a further replay leaves it.
 func TestRefusedAfterAttempts(t *testing.T) {
 	const n, bad = 20, 7
-	states := useMemStates(t)
 	raw := newSinkServer(t, nil)
 	lake := newSinkServer(t, func(id uint64, _ int) bool { return id == bad })
 	state := t.TempDir()
 	lakeOut := covmirrorOutput("lake", false, state, httpOutput(lake))
 	lakeOut["covmirror"].(obj)["permanent"] = obj{"attempts": 2, "status_codes": []int{400}}
 	run(t, stream(t, generate(n, 1), fanOut(covmirrorOutput("raw", true, state, httpOutput(raw)), lakeOut)))
-	if got := gapsWith(t, state, states, n); len(got) != 1 || got[0].Kind != recovery.KindReplay || got[0].Start != bad {
+	if got := gapsWith(t, state, n); len(got) != 1 || got[0].Kind != recovery.KindReplay || got[0].Start != bad {
 		t.Fatalf("after one failure the gaps are %v, want batch %d to replay", got, bad)
 	}
 	replay := replayStream(t, state, raw, n, map[string]*sinkServer{"lake": lake}, func(_, out obj) { out["permanent"] = obj{"attempts": 2} })
 	run(t, replay)
-	gaps := gapsWith(t, state, states, n)
+	gaps := gapsWith(t, state, n)
 	if len(gaps) != 1 || gaps[0].Kind != recovery.KindRefused || gaps[0].Start != bad || !strings.Contains(gaps[0].Decision.Reason, "failed 2 times") {
 		t.Fatalf("after the second failure the gaps are %v, want batch %d refused after 2 attempts", gaps, bad)
 	}
@@ -281,5 +235,23 @@ func TestReplayPiecesFitTheTimeout(t *testing.T) {
 	t.Logf("converged after %d replays", runs)
 	if runs < 2 {
 		t.Fatalf("the first replay covered everything: its one piece of %d batches was meant not to fit the timeout", n)
+	}
+}
+
+// appendStates records events in the gap states of the tier on state.
+func appendStates(t *testing.T, state string, events []gapstate.Event) {
+	t.Helper()
+	ctx := context.Background()
+	tr, closer, err := tier.Open(ctx, tier.Settings{State: state, Writer: "test"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	store, err := durable.StatesOf(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AppendStates(ctx, events); err != nil {
+		t.Fatal(err)
 	}
 }

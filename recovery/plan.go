@@ -46,6 +46,10 @@ type Assignment struct {
 	Kind        TaskKind             `json:"kind"`
 	Covered     []coverage.Range     `json:"covered"`
 	Replay      []coverage.Range     `json:"replay"`
+	// Held are the gaps of a sink that its gap states keep out of Replay
+	// (refused, unrecoverable, waived), each with its decision: listed for
+	// the owner to report, never replayed.
+	Held []Gap `json:"held,omitempty"`
 }
 
 // Tasks cuts a's Replay into tasks of a's Kind of at most maxBatches each

@@ -6,6 +6,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/gapstate"
 )
 
 // Resume is what a new owner of (topic, partition) reads after a rebalance:
@@ -68,6 +69,10 @@ func resume(ctx context.Context, t durable.Tier, tps []TopicPartition, opts Resu
 		}
 		return nil, fmt.Errorf("recovery: resume of %d partitions: %w", len(tps), err)
 	}
+	states, err := readStates(ctx, t, read)
+	if err != nil {
+		return nil, err
+	}
 	hulls := sinkHulls(all, opts.Reference)
 	extents, _ := extentsByPartition(opts.Extents) // validated
 	out := make(map[TopicPartition][]Assignment, len(tps))
@@ -75,7 +80,7 @@ func resume(ctx context.Context, t durable.Tier, tps []TopicPartition, opts Resu
 		if _, done := out[tp]; done {
 			continue
 		}
-		as, err := resumeOne(all, hulls[tp], extents[tp], tp, opts)
+		as, err := resumeOne(all, states, hulls[tp], extents[tp], tp, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +107,7 @@ func validResume(tp TopicPartition, opts ResumeOptions) error {
 
 // resumeOne is Resume of tp from all, which holds (at least) every
 // destination of tp; hull is the sinks' hull there (sinkHulls).
-func resumeOne(all map[coverage.Destination]*coverage.RangeSet, hull coverage.Range, extent coverage.Extent, tp TopicPartition, opts ResumeOptions) ([]Assignment, error) {
+func resumeOne(all map[coverage.Destination]*coverage.RangeSet, states map[TopicPartition][]gapstate.Event, hull coverage.Range, extent coverage.Extent, tp TopicPartition, opts ResumeOptions) ([]Assignment, error) {
 	refDest := coverage.Destination{Sink: opts.Reference, Topic: tp.Topic, Partition: tp.Partition}
 	committed := all[refDest]
 	if committed == nil {
@@ -129,7 +134,11 @@ func resumeOne(all map[coverage.Destination]*coverage.RangeSet, hull coverage.Ra
 			covered = new(coverage.RangeSet)
 		}
 		gaps := coverage.Gaps(ref, covered)
-		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges()})
+		// Gaps in a state (refused, unrecoverable, waived) are no replay
+		// work: listed apart, as Plan leaves them out of its tasks.
+		in := planInput{states: states}
+		gaps = in.hold(d, opts.Reference, covered, &gaps)
+		out = append(out, Assignment{Destination: d, Kind: KindReplay, Covered: covered.Ranges(), Replay: gaps.Ranges(), Held: in.held})
 	}
 	return out, nil
 }

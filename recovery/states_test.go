@@ -111,6 +111,30 @@ func TestStatesHoldGapsOutOfThePlan(t *testing.T) {
 				t.Fatalf("round %d: %v: gaps with states %v, without %v: states changed what is missing (seed %d)", round, d, have[d], set, seed)
 			}
 		}
+		// Resume holds the same gaps out of an owner's replay work.
+		tps := []TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}}
+		resumed, err := ResumePartitions(ctx, tier, tps, ResumeOptions{Sinks: []string{"lake", "search"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, as := range resumed {
+			for _, a := range as {
+				if a.Kind != KindReplay {
+					continue
+				}
+				var split coverage.RangeSet
+				for _, r := range a.Replay {
+					_ = split.Add(r)
+					tasks = append(tasks, Task{Destination: a.Destination, Range: r, Kind: KindReplay})
+				}
+				for _, g := range a.Held {
+					_ = split.Add(coverage.Range{Start: g.Start, End: g.End})
+				}
+				if w := want[a.Destination]; (w == nil && !split.IsEmpty()) || (w != nil && !w.Equal(&split)) {
+					t.Fatalf("round %d: Resume of %v: replay and held %v, the gaps without states %v (seed %d)", round, a.Destination, split.String(), w, seed)
+				}
+			}
+		}
 		for _, task := range tasks {
 			if task.Kind != KindReplay {
 				continue

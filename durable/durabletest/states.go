@@ -15,7 +15,7 @@ import (
 )
 
 // runStates runs the gap-state scenarios; a tier without a StateStore
-// fails them.
+// fails them: every durable tier keeps gap states.
 func runStates(t *testing.T, h Harness) {
 	t.Run("StatesAgainstModel", func(t *testing.T) { testStatesAgainstModel(t, h) })
 	t.Run("StatesConcurrentWritersUnion", func(t *testing.T) { testStatesConcurrent(t, h) })

@@ -50,12 +50,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("NameBoundToPayload", func(t *testing.T) { testNameReused(t, h) })
 	t.Run("BadInputWritesNothing", func(t *testing.T) { testBadInput(t, h) })
 	t.Run("HostileNamesStayApart", func(t *testing.T) { testHostileNames(t, h) })
-	// Every tier keeps gap states; until one does, its suite says so.
-	if _, ok := h.New(t)(t).(durable.StateStore); ok {
-		runStates(t, h)
-	} else {
-		t.Run("States", func(t *testing.T) { t.Skip("this tier keeps no gap states yet") })
-	}
+	runStates(t, h) // every tier keeps gap states
 }
 
 var ctx = context.Background()
