@@ -180,6 +180,28 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	if w := lake.writes(); w != writes {
 		t.Fatalf("a second replay wrote %d more times, want none: the unrecoverable batches are out of the plan", w-writes)
 	}
+
+	// The operator cannot restore raw and waives the loss, with a reason:
+	// the gaps leave the default list and stay listed with --all, with
+	// who and why, and never become coverage.
+	var waive []gapstate.Event
+	for _, r := range ranges(lostIDs) {
+		waive = append(waive, gapstate.Event{ID: gapstate.NewID(), Destination: coverage.Destination{Sink: "lake", Topic: "orders", Partition: 0},
+			Range: r, State: gapstate.Waived, Reason: "raw's backup is gone too; accepted by the data owner", By: "ops@example", At: time.Now().UTC().Add(time.Second)})
+	}
+	appendStates(t, state, waive)
+	gaps = gapsWith(t, state, n)
+	if got := ofKind(gaps, "lake", recovery.KindWaived); !slices.Equal(got, ranges(lostIDs)) {
+		t.Fatalf("lake's waived gaps %v, want what raw lost %v (all gaps %v)", got, ranges(lostIDs), gaps)
+	}
+	for _, g := range gaps {
+		if g.Kind == recovery.KindWaived && (g.Decision == nil || g.Decision.By != "ops@example" || !strings.Contains(g.Decision.Reason, "accepted")) {
+			t.Fatalf("a waived gap without its decision: %+v", g)
+		}
+	}
+	if got := committed(t, state)["lake"]; !slices.Equal(got, want) {
+		t.Fatalf("after the waiver lake's coverage is %s, want it unchanged, %s", short(got), short(want))
+	}
 }
 
 // TestRefusedAfterAttempts: with permanent.attempts 2, a batch that fails
