@@ -46,6 +46,12 @@ func TestGapsAgreeWithThePlanner(t *testing.T) {
 			where := fmt.Sprintf("round %d query %d, params %+v", round, q, p)
 			planned, perr := recovery.CommittedGaps(ctx, tbl, recovery.GapsFilter{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition, Extents: p.Extents, Sinks: p.Sinks})
 			res, err := db.Run(ctx, "gaps", p)
+			if perr == nil && errors.Is(err, recovery.ErrNoReference) && len(planned) == 0 {
+				// The planner reads only the selection and finds a missing
+				// reference when the selection has rows (recovery.Plan);
+				// the SQL checks the whole table. Both say nothing is to do.
+				continue
+			}
 			if errors.Is(perr, recovery.ErrNoReference) != errors.Is(err, recovery.ErrNoReference) {
 				t.Fatalf("%s: planner: %v; DuckDB: %v", where, perr, err)
 			}
