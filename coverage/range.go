@@ -28,9 +28,13 @@ func RangeOf(start, count uint64) (Range, error) {
 	return Range{Start: start, End: start + count}, nil
 }
 
-// ParseRange parses "START:END", the half-open form the command line uses.
+// ParseRange parses "START:END" (or "START-END"), the half-open form the
+// command line uses.
 func ParseRange(s string) (Range, error) {
 	startText, endText, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		startText, endText, ok = strings.Cut(strings.TrimSpace(s), "-")
+	}
 	if !ok {
 		return Range{}, fmt.Errorf("%w: %q is not START:END (half-open, e.g. 1:6 for batches 1 to 5)", ErrInvalidRange, s)
 	}

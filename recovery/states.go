@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -90,4 +91,44 @@ func (in *planInput) hold(target coverage.Destination, reference string, covered
 		})
 	}
 	return replay
+}
+
+// String is the decision as text, its free text quoted; "no decision
+// recorded" for nil.
+func (d *Decision) String() string {
+	if d == nil {
+		return "no decision recorded"
+	}
+	return fmt.Sprintf("reason %q by %q at %s (event %q)", d.Reason, d.By, d.At.UTC().Format(time.RFC3339Nano), d.Event)
+}
+
+// CountKind counts the gaps of kind k.
+func CountKind(gaps []Gap, k TaskKind) int {
+	n := 0
+	for _, g := range gaps {
+		if g.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// WriteHeld writes, for a plan's reader, the unrecoverable gaps held out of
+// it (an operator restores raw and reopens, or waives), one a line with its
+// decision, and counts the refused and waived ones (covmirror gaps lists
+// them). Nothing for none.
+func WriteHeld(w io.Writer, held []Gap) {
+	if n := CountKind(held, KindUnrecoverable); n > 0 {
+		fmt.Fprintf(w, "unrecoverable, held out of the plan (raw no longer holds them: restore raw and reopen, or waive):\n")
+		for _, r := range held {
+			if r.Kind == KindUnrecoverable {
+				d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
+				fmt.Fprintf(w, "  %s [%d,%d) %d batches: %s\n", d, r.Start, r.End, r.End-r.Start, r.Decision)
+			}
+		}
+	}
+	refused, waived := CountKind(held, KindRefused), CountKind(held, KindWaived)
+	if refused+waived > 0 {
+		fmt.Fprintf(w, "also held out of the plan: %d refused gaps (covmirror gaps lists them), %d waived (covmirror gaps --all)\n", refused, waived)
+	}
 }

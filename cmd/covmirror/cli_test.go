@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/childproc"
 )
 
@@ -48,7 +49,7 @@ func TestTranscripts(t *testing.T) {
 				s = strings.ReplaceAll(strings.ReplaceAll(s, state, "$STATE"), runtime.Version(), "$GOVERSION")
 				s = scratchKey.ReplaceAllString(s, "covmirror-check-store/SCRATCH/")
 				s = eventID.ReplaceAllString(s, "$$ID")
-				s = strings.ReplaceAll(s, defaultBy(), "$USER@$HOST")
+				s = strings.ReplaceAll(s, gapstate.DefaultBy(), "$USER@$HOST")
 				return decidedAt.ReplaceAllString(s, "$$AT")
 			}
 			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {

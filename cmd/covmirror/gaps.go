@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -87,18 +86,10 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		case r.Kind == recovery.KindVerifyReference:
 			fmt.Fprintf(g.stdout, "%s [%d,%d) hole in the reference itself: %d batches to verify in %q\n", d, r.Start, r.End, r.End-r.Start, r.Sink)
 		case r.Kind.Held():
-			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches, %s: %s\n", d, r.Start, r.End, r.End-r.Start, r.Kind, decisionText(r.Decision))
+			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches, %s: %s\n", d, r.Start, r.End, r.End-r.Start, r.Kind, r.Decision)
 		default:
 			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches\n", d, r.Start, r.End, r.End-r.Start)
 		}
 	}
 	return nil
-}
-
-// decisionText is a held gap's decision as text, its free text quoted.
-func decisionText(d *recovery.Decision) string {
-	if d == nil {
-		return "no decision recorded"
-	}
-	return fmt.Sprintf("reason %q by %q at %s (event %q)", d.Reason, d.By, d.At.UTC().Format(time.RFC3339Nano), d.Event)
 }

@@ -49,7 +49,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 	if *asJSON {
 		// The array stays the tasks alone, as consumers replay it; the held
 		// gaps are said on stderr.
-		if n := countKind(held, recovery.KindUnrecoverable); n > 0 {
+		if n := recovery.CountKind(held, recovery.KindUnrecoverable); n > 0 {
 			defer fmt.Fprintf(g.stderr, "note: %d unrecoverable gaps are held out of the plan: raw no longer holds them (covmirror gaps --json lists them)\n", n)
 		}
 		return json.NewEncoder(g.stdout).Encode(rows)
@@ -67,36 +67,6 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(g.stdout, "task %d: %s %s [%d,%d) from %s\n", i+1, r.Kind, d, r.Start, r.End, *reference)
 		}
 	}
-	printHeld(g, held)
+	recovery.WriteHeld(g.stdout, held)
 	return nil
-}
-
-// printHeld lists, after the tasks, the unrecoverable gaps (an operator
-// restores raw and reopens, or waives) and counts the refused and waived
-// ones, which covmirror gaps lists.
-func printHeld(g *globals, held []recovery.Gap) {
-	if n := countKind(held, recovery.KindUnrecoverable); n > 0 {
-		fmt.Fprintf(g.stdout, "unrecoverable, held out of the plan (raw no longer holds them: restore raw and reopen, or waive):\n")
-		for _, r := range held {
-			if r.Kind == recovery.KindUnrecoverable {
-				d := coverage.Destination{Sink: r.Sink, Topic: r.Topic, Partition: r.Partition}
-				fmt.Fprintf(g.stdout, "  %s [%d,%d) %d batches: %s\n", d, r.Start, r.End, r.End-r.Start, decisionText(r.Decision))
-			}
-		}
-	}
-	refused, waived := countKind(held, recovery.KindRefused), countKind(held, recovery.KindWaived)
-	if refused+waived > 0 {
-		fmt.Fprintf(g.stdout, "also held out of the plan: %d refused gaps (covmirror gaps lists them), %d waived (covmirror gaps --all)\n", refused, waived)
-	}
-}
-
-// countKind counts the gaps of kind k.
-func countKind(gaps []recovery.Gap, k recovery.TaskKind) int {
-	n := 0
-	for _, g := range gaps {
-		if g.Kind == k {
-			n++
-		}
-	}
-	return n
 }

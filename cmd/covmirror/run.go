@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/lazysubstrait"
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
@@ -60,10 +61,10 @@ func init() {
 		"version":       {lite.Summaries["version"], runVersion},
 		"replicate":     {"with --durable object or postgres: copy the primary into its replica, the coverage table, once or --every D", runReplicate},
 		"reconcile":     {"check that the sinks hold what committed coverage claims; print what is claimed but absent", runReconcile},
-		"refuse":        stateCommand("refuse"),
-		"unrecoverable": stateCommand("unrecoverable"),
-		"reopen":        stateCommand("reopen"),
-		"waive":         stateCommand("waive"),
+		"refuse":        stateCommand("refuse", gapstate.Refused),
+		"unrecoverable": stateCommand("unrecoverable", gapstate.Unrecoverable),
+		"reopen":        stateCommand("reopen", gapstate.Reopened),
+		"waive":         stateCommand("waive", gapstate.Waived),
 		"check-store":   {"prove the object store honours conditional writes (one winner of N same-ETag writes)", runCheckStore},
 	}
 }

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,26 +18,9 @@ import (
 // a variable so that the tests can give a tier the gap states it lacks.
 var openTier = tier.Open
 
-// The summaries of the four commands that record a gap state.
-var stateSummaries = map[gapstate.State]string{
-	gapstate.Refused:       "record that a sink refuses a range for ever: out of the replay plan, listed by gaps, until reopened or covered",
-	gapstate.Unrecoverable: "record that raw no longer holds a range (a replay cannot find it; raw's retention expired it): out of the plan, listed apart",
-	gapstate.Reopened:      "return a refused, unrecoverable or waived range to the replay plan (after fixing the sink, the data or raw)",
-	gapstate.Waived:        "accept the loss of a range for a sink, with a reason: no longer alerted, never coverage, listed by gaps --all and query waivers",
-}
-
-// stateCommands maps each command name to the state it records.
-var stateCommands = map[string]gapstate.State{
-	"refuse":        gapstate.Refused,
-	"unrecoverable": gapstate.Unrecoverable,
-	"reopen":        gapstate.Reopened,
-	"waive":         gapstate.Waived,
-}
-
 // stateCommand is the run function of the command name, which records st.
-func stateCommand(name string) command {
-	st := stateCommands[name]
-	return command{stateSummaries[st], func(ctx context.Context, g *globals, args []string) error {
+func stateCommand(name string, st gapstate.State) command {
+	return command{gapstate.Meaning[st], func(ctx context.Context, g *globals, args []string) error {
 		return runState(ctx, g, name, st, args)
 	}}
 }
@@ -65,7 +45,7 @@ func runState(ctx context.Context, g *globals, name string, st gapstate.State, a
 	start := fs.String("start", "", "the range's first batch, with --end instead of --range")
 	end := fs.String("end", "", "the batch after the range's last, with --start")
 	reason := fs.String("reason", "", "why, in words an operator will read later (required)")
-	by := fs.String("by", defaultBy(), "who decides")
+	by := fs.String("by", gapstate.DefaultBy(), "who decides")
 	asJSON := fs.Bool("json", false, "print the recorded event as one JSON object {id, sink, topic, partition, start, end, state, reason, by, at}")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,7 +63,9 @@ func runState(ctx context.Context, g *globals, name string, st gapstate.State, a
 	if err != nil {
 		return fmt.Errorf("%s: nothing was recorded: %w", name, err)
 	}
-	if err := store.AppendStates(ctx, []gapstate.Event{e}); err != nil {
+	// Stamped after what it overrides: a clock behind the pod's that
+	// refused must not make a reopen do nothing.
+	if e, err = durable.Decide(ctx, store, coverage.RawSink, e); err != nil {
 		// The outcome is unknown: the same event (same ID) again is harmless.
 		return fmt.Errorf("%s: event %q may or may not be recorded in %s: %w; run the command again to be sure (a repeat is a second decision, read as the latest)", name, e.ID, tier.Describe(primary), err)
 	}
@@ -118,55 +100,18 @@ func stateEvent(name string, st gapstate.State, fs *flag.FlagSet, sink, topic st
 	case set["range"] && (set["start"] || set["end"]):
 		return gapstate.Event{}, usage("give the range as --range A-B or as --start A --end B, not both")
 	case set["range"]:
-		r, err = parseStateRange(rangeText)
+		r, err = coverage.ParseRange(rangeText)
 	case set["start"] && set["end"]:
-		r, err = parseStateRange(start + "-" + end)
+		r, err = coverage.ParseRange(start + ":" + end)
 	default:
 		return gapstate.Event{}, usage("the range is required: --range A-B, or --start A --end B")
 	}
 	if err != nil {
 		return gapstate.Event{}, usage("%w", err)
 	}
-	e := gapstate.Event{
-		ID:          gapstate.NewID(),
-		Destination: coverage.Destination{Sink: sink, Topic: topic, Partition: *partition},
-		Range:       r,
-		State:       st,
-		Reason:      reason,
-		By:          by,
-		// The tiers keep microseconds: the event printed is the one read back.
-		At: time.Now().UTC().Truncate(time.Microsecond),
-	}
-	if err := e.Validate(); err != nil {
+	e, err := gapstate.NewDecision(coverage.Destination{Sink: sink, Topic: topic, Partition: *partition}, r, st, reason, by, time.Now())
+	if err != nil {
 		return gapstate.Event{}, usage("%w", err)
 	}
 	return e, nil
-}
-
-// parseStateRange reads A-B or A:B, half-open.
-func parseStateRange(s string) (coverage.Range, error) {
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return coverage.ParseRange(s)
-	}
-	start, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
-	end, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return coverage.Range{}, fmt.Errorf("%w: %q is not A-B (half-open, e.g. 3-5 for batches 3 and 4)", coverage.ErrInvalidRange, s)
-	}
-	r := coverage.Range{Start: start, End: end}
-	return r, r.Validate()
-}
-
-// defaultBy is $USER@hostname, what --by defaults to.
-func defaultBy() string {
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return user + "@" + host
 }

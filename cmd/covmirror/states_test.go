@@ -108,23 +108,24 @@ func TestStateCommandsRecordWhatTheySay(t *testing.T) {
 	var printed []gapstate.Event
 	for _, c := range []struct {
 		cmd  string
+		st   gapstate.State
 		args []string
 	}{
-		{"refuse", []string{"--sink", "lake", "--range", "2-4", "--reason", "HTTP 400: bad schema"}},
-		{"unrecoverable", []string{"--start", "6", "--end", "8", "--reason", "retention expired", "--by", "retention-job"}},
-		{"waive", []string{"--sink", "lake", "--range", "7:9", "--reason", "accepted by the owner"}},
+		{"refuse", gapstate.Refused, []string{"--sink", "lake", "--range", "2-4", "--reason", "HTTP 400: bad schema"}},
+		{"unrecoverable", gapstate.Unrecoverable, []string{"--start", "6", "--end", "8", "--reason", "retention expired", "--by", "retention-job"}},
+		{"waive", gapstate.Waived, []string{"--sink", "lake", "--range", "7:9", "--reason", "accepted by the owner"}},
 	} {
 		out := mustRun(t, state, append([]string{c.cmd, "--topic", "orders", "--partition", "0", "--json"}, c.args...)...)
 		var e gapstate.Event
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
 			t.Fatalf("%s --json printed %q: %v", c.cmd, out, err)
 		}
-		if e.State != stateCommands[c.cmd] || e.Validate() != nil {
+		if e.State != c.st || e.Validate() != nil {
 			t.Fatalf("%s recorded %+v", c.cmd, e)
 		}
 		printed = append(printed, e)
 	}
-	if printed[1].Sink != "raw" || printed[1].By != "retention-job" || printed[0].By != defaultBy() {
+	if printed[1].Sink != "raw" || printed[1].By != "retention-job" || printed[0].By != gapstate.DefaultBy() {
 		t.Fatalf("unrecoverable's default sink or --by: %+v, %+v", printed[1], printed[0])
 	}
 	primary, closer, err := openTier(context.Background(), tier.Settings{State: state}, false)
