@@ -3,6 +3,7 @@ package queries
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -102,6 +103,43 @@ func TestStatesAgreeWithThePlanner(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s:\nDuckDB  %q\nplanner %q", where, got, want)
+			}
+			// The summary adds up the same pieces: every one counted in
+			// gaps and missing_batches, the held ones by kind as well.
+			type sums struct{ gaps, missing, refused, unrecoverable, waived *big.Int }
+			per := map[string]*sums{}
+			for _, g := range planned {
+				s := per[g.Sink]
+				if s == nil {
+					s = &sums{new(big.Int), new(big.Int), new(big.Int), new(big.Int), new(big.Int)}
+					per[g.Sink] = s
+				}
+				n := new(big.Int).SetUint64(g.End - g.Start)
+				s.gaps.Add(s.gaps, big.NewInt(1))
+				s.missing.Add(s.missing, n)
+				switch g.Kind {
+				case recovery.KindRefused:
+					s.refused.Add(s.refused, n)
+				case recovery.KindUnrecoverable:
+					s.unrecoverable.Add(s.unrecoverable, n)
+				case recovery.KindWaived:
+					s.waived.Add(s.waived, n)
+				}
+			}
+			sum, err := db.Run(ctx, "summary", p)
+			if err != nil {
+				t.Fatalf("%s: summary: %v", where, err)
+			}
+			for _, v := range sum.Rows {
+				s := per[v[0].(string)]
+				if s == nil {
+					s = &sums{new(big.Int), new(big.Int), new(big.Int), new(big.Int), new(big.Int)}
+				}
+				for i, w := range map[int]*big.Int{3: s.gaps, 4: s.missing, 9: s.refused, 10: s.unrecoverable, 11: s.waived} {
+					if bigOf(v[i]).Cmp(w) != 0 {
+						t.Fatalf("%s: summary row %v: %s is %v, the planner's pieces add up to %v", where, v, sum.Columns[i], v[i], w)
+					}
+				}
 			}
 		}
 		_ = db.Close()
