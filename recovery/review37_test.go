@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,20 @@ func TestReopenAfterASkewedRefusal(t *testing.T) {
 	}
 	if len(tasks) == 0 || len(held) > 0 {
 		t.Errorf("after the reopen: tasks %+v, held %+v: the reopened range is never replayed", tasks, held)
+	}
+}
+
+// TestHeldErrorsQuoteTheSinksWords: a refusal's reason is the sink's own
+// answer; its error text, which Recover returns and a caller logs, carries
+// no control character and no line break of it.
+func TestHeldErrorsQuoteTheSinksWords(t *testing.T) {
+	hostile := "400\x1b[2J\r\nlevel=INFO msg=\"all replayed\"\x00"
+	for _, err := range []error{
+		&RefusedError{Reason: hostile},
+		&UnrecoverableError{Reason: hostile, Ranges: []coverage.Range{{Start: 1, End: 2}}},
+	} {
+		if text := err.Error(); strings.ContainsAny(text, "\x1b\r\n\x00") {
+			t.Errorf("%T's text carries the sink's control characters as they are: %q", err, text)
+		}
 	}
 }
