@@ -19,8 +19,9 @@ type StateStore interface {
 	// returns nil only once they are durable; an error means they may or
 	// may not be. An event whose ID the tier holds already is kept once,
 	// so a retry after an unknown outcome is harmless. Two events of one
-	// ID that differ are the writer's fault; which one a reader sees is
-	// then unspecified, but never more than one.
+	// ID that differ (a retry a sidecar stamped with a later time, or a
+	// writer's fault) are read as one: the first recorded where the tier
+	// knows it (PostgreSQL keeps only that row), else gapstate.First's.
 	AppendStates(ctx context.Context, events []gapstate.Event) error
 
 	// States returns every event of the destinations f selects (its

@@ -146,3 +146,24 @@ func (e *Event) Later(o *Event) bool {
 	}
 	return e.ID > o.ID
 }
+
+// First reports whether e is the copy of an ID to keep rather than o, when
+// a tier holds two events of one ID that differ (a retry stamped later by
+// its recorder, or a writer's mistake): the earlier by At, then by state,
+// destination and range, the order the canned SQL reads one row per ID
+// in. Every reader keeping First's copy resolves the same set the same way.
+func First(e, o *Event) bool {
+	if c := e.At.Compare(o.At); c != 0 {
+		return c < 0
+	}
+	if e.State != o.State {
+		return e.State < o.State
+	}
+	if c := e.Destination.Compare(o.Destination); c != 0 {
+		return c < 0
+	}
+	if e.Range.Start != o.Range.Start {
+		return e.Range.Start < o.Range.Start
+	}
+	return e.Range.End < o.Range.End
+}

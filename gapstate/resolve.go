@@ -21,18 +21,22 @@ type Span struct {
 // state of the latest decision about it, less every batch covered holds.
 // Spans come ordered by start, never overlapping; adjacent batches of one
 // decision form one span. events may hold other destinations' events and
-// duplicates (one per ID counts). covered may be nil: no coverage.
+// duplicates (one per ID counts: First's). covered may be nil: no coverage.
 func Resolve(d coverage.Destination, reference string, events []Event, covered *coverage.RangeSet) []Span {
 	ref := coverage.Destination{Sink: reference, Topic: d.Topic, Partition: d.Partition}
-	var mine []*Event
-	seen := make(map[string]bool)
+	// One copy per ID, First's, chosen among all of them before d's are
+	// picked, as the canned SQL does: the answer depends on the set, not
+	// on its order.
+	first := make(map[string]*Event, len(events))
 	for i := range events {
 		e := &events[i]
-		if seen[e.ID] {
-			continue
+		if k, ok := first[e.ID]; !ok || First(e, k) {
+			first[e.ID] = e
 		}
+	}
+	var mine []*Event
+	for _, e := range first {
 		if e.Destination == d || (e.Destination == ref && e.State != Refused) {
-			seen[e.ID] = true
 			mine = append(mine, e)
 		}
 	}

@@ -70,22 +70,35 @@ func ReadStates(ctx context.Context, tbl *table.Table, f durable.Filter) ([]gaps
 	}
 	// The scan's filter may be a superset (partitionsExpr past
 	// maxExactPartitions); the match is exact.
+	// One copy per ID, the same whatever the files' order: the first
+	// recorded (gapstate.First), so that a retry stamped later by its
+	// recorder never outranks a decision recorded between the two.
 	match := f.Matcher()
-	seen := map[string]bool{}
+	kept := map[string]gapstate.Event{}
+	var order []string
 	for rec, err := range records {
 		if err != nil {
 			return nil, fmt.Errorf("%w: reading %s: %w", coverage.ErrUnavailable, tbl.Identifier(), err)
 		}
 		err = eachEvent(rec, func(e gapstate.Event) {
-			if !seen[e.ID] && match(e.Destination) {
-				seen[e.ID] = true
-				out = append(out, e)
+			if !match(e.Destination) {
+				return
+			}
+			k, ok := kept[e.ID]
+			if !ok {
+				order = append(order, e.ID)
+			}
+			if !ok || gapstate.First(&e, &k) {
+				kept[e.ID] = e
 			}
 		})
 		rec.Release()
 		if err != nil {
 			return nil, err
 		}
+	}
+	for _, id := range order {
+		out = append(out, kept[id])
 	}
 	return out, nil
 }

@@ -124,8 +124,12 @@ func (s *Tier) States(ctx context.Context, f durable.Filter) ([]gapstate.Event, 
 		return nil, fmt.Errorf("object: gap states: list %s of %s: %w", dir, s.opts.Blobs.Name(), err)
 	}
 	match := f.Matcher()
-	seen := map[string]bool{}
-	out := []gapstate.Event{}
+	// One copy per ID, the same whatever f selects and whatever order the
+	// keys list in: the first recorded (gapstate.First). A retry the
+	// sidecar stamped later is a second copy of the ID, and must not
+	// outrank a decision recorded between the two.
+	kept := map[string]gapstate.Event{}
+	var order []string
 	for _, key := range keys {
 		if !isStatesKey(s.opts.Prefix, key) {
 			continue // not an object of ours
@@ -135,10 +139,19 @@ func (s *Tier) States(ctx context.Context, f durable.Filter) ([]gapstate.Event, 
 			return nil, fmt.Errorf("object: gap states: %w", err)
 		}
 		for _, e := range events {
-			if !seen[e.ID] && match(e.Destination) {
-				seen[e.ID] = true
-				out = append(out, e)
+			k, ok := kept[e.ID]
+			if !ok {
+				order = append(order, e.ID)
 			}
+			if !ok || gapstate.First(&e, &k) {
+				kept[e.ID] = e
+			}
+		}
+	}
+	out := []gapstate.Event{}
+	for _, id := range order {
+		if e := kept[id]; match(e.Destination) {
+			out = append(out, e)
 		}
 	}
 	return out, nil

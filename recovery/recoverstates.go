@@ -27,7 +27,9 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("the sink refused the batches for ever: %s", e.Reason)
+	// The reason is the sink's own words (an answer's body, say): quoted,
+	// so that no control character or line of it reaches a log as is.
+	return fmt.Sprintf("the sink refused the batches for ever: %q", fitReason(e.Reason, refusedReason))
 }
 
 // UnrecoverableError is a Replayer's error meaning raw no longer holds
@@ -45,7 +47,7 @@ type UnrecoverableError struct {
 }
 
 func (e *UnrecoverableError) Error() string {
-	return fmt.Sprintf("raw no longer holds %s: %s", rangesText(e.Ranges), fitReason(e.Reason, unrecoverableReason))
+	return fmt.Sprintf("raw no longer holds %s: %q", rangesText(e.Ranges), fitReason(e.Reason, unrecoverableReason))
 }
 
 const (
