@@ -192,7 +192,7 @@ func TestStatesHostile(t *testing.T) {
 // A tier without gap states answers 501 and records nothing; a store that
 // fails answers 503, saying to retry with the same IDs.
 func TestStatesTierFails(t *testing.T) {
-	p := newPod(t, nil)
+	p := newPod(t, func(o *Options) { o.Durable = noStates{o.Durable} })
 	if a := p.do(t, "POST", "/v1/states", "", stateBody(refusedEntry)); a.code != http.StatusNotImplemented || a.body["rule"] != "no-states" {
 		t.Errorf("a tier without states: %d %s, want 501 no-states", a.code, a.raw)
 	}
@@ -206,3 +206,6 @@ func TestStatesTierFails(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// noStates is a durable tier that keeps no gap states.
+type noStates struct{ durable.Tier }
