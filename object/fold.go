@@ -205,11 +205,15 @@ func (s *Tier) writeBases(ctx context.Context, into parts, res *FoldResult) (map
 		s.opts.Logger.Error("object: fold: a base was not written; what it holds stays where it is for the next fold", "key", key, "err", err)
 		failed[byKey[key]] = true
 	}
+	// The first attempt writes the bases this Tier's last Fold wrote from
+	// its memory; the rest, and every retry, read first.
+	cached := s.takeBases(pending)
 	for attempt := 1; len(pending) > 0; attempt++ {
-		got, errs := s.fetch(ctx, pending)
+		got, errs := s.fetch(ctx, uncached(pending, cached))
 		// Decoded, merged and encoded in parallel: a base is a few
 		// thousand destinations, and a fold writes a thousand bases.
 		slots := make([]*PutRequest, len(pending))
+		merged := make([]*base, len(pending))
 		var mu sync.Mutex
 		_ = forEach(ctx, s.opts.Parallel, chunks(indexes(len(pending))), func(ctx context.Context, is []int) error {
 			for _, i := range is {
@@ -220,7 +224,9 @@ func (s *Tier) writeBases(ctx context.Context, into parts, res *FoldResult) (map
 				g := byKey[key]
 				b := &base{Topic: g.topic, Group: g.n}
 				var version string
-				if o, ok := got[key]; ok {
+				if c, ok := cached[key]; ok {
+					b, version = c.b, c.version
+				} else if o, ok := got[key]; ok {
 					var err error
 					if b, err = s.baseAt(key, o.Data); err != nil {
 						mu.Lock()
@@ -234,21 +240,28 @@ func (s *Tier) writeBases(ctx context.Context, into parts, res *FoldResult) (map
 					mergeDests(sinkIn(&b.Sinks, o.Sink), o.Dests)
 				}
 				slots[i] = &PutRequest{Key: key, Data: encodeBase(b), IfMatch: version}
+				merged[i] = b
 			}
 			return nil
 		})
 		var puts []PutRequest
-		for _, p := range slots {
+		var bases []*base
+		for i, p := range slots {
 			if p != nil {
 				puts = append(puts, *p)
+				bases = append(bases, merged[i])
 			}
 		}
-		_, putErrs := s.putAll(ctx, puts)
+		// A cached base was merged into in place: whatever its put did,
+		// it is not the cache's any more (keepBase puts back what landed).
+		cached = nil
+		versions, putErrs := s.putAll(ctx, puts)
 		for i, p := range puts {
 			if putErrs[i] != nil {
 				errs[p.Key] = putErrs[i]
 			} else {
 				res.Bases++
+				s.keepBase(p.Key, bases[i], versions[i])
 			}
 		}
 		pending = pending[:0]
@@ -270,6 +283,45 @@ func (s *Tier) writeBases(ctx context.Context, into parts, res *FoldResult) (map
 		}
 	}
 	return failed, nil
+}
+
+// takeBases takes the cached bases of keys out of the cache, so that no
+// two Folds of this Tier merge into one.
+func (s *Tier) takeBases(keys []string) map[string]cachedBase {
+	s.basesMu.Lock()
+	defer s.basesMu.Unlock()
+	out := map[string]cachedBase{}
+	for _, k := range keys {
+		if c, ok := s.bases[k]; ok {
+			out[k] = c
+			delete(s.bases, k)
+		}
+	}
+	return out
+}
+
+// keepBase caches b as written at version, within
+// Options.FoldCacheBases.
+func (s *Tier) keepBase(key string, b *base, version string) {
+	s.basesMu.Lock()
+	defer s.basesMu.Unlock()
+	if version != "" && len(s.bases) < s.opts.FoldCacheBases {
+		s.bases[key] = cachedBase{b, version}
+	}
+}
+
+// uncached is keys less those in cached.
+func uncached(keys []string, cached map[string]cachedBase) []string {
+	if len(cached) == 0 {
+		return keys
+	}
+	out := make([]string, 0, len(keys)-len(cached))
+	for _, k := range keys {
+		if _, ok := cached[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // indexes is 0 to n-1.

@@ -64,6 +64,17 @@ type Tier struct {
 	// once.
 	statesMu   sync.Mutex
 	statesRead map[string][]gapstate.Event
+
+	// bases is, per base key, the base as this Tier's last Fold wrote it,
+	// with its version (Options.FoldCacheBases): the next Fold takes it
+	// out and writes If-Match that version without reading first.
+	basesMu sync.Mutex
+	bases   map[string]cachedBase
+}
+
+type cachedBase struct {
+	b       *base
+	version string
 }
 
 type cachedObject struct {
@@ -84,7 +95,7 @@ func Open(_ context.Context, opts Options) (*Tier, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Tier{opts: opts, last: map[string]cachedObject{}}, nil
+	return &Tier{opts: opts, last: map[string]cachedObject{}, bases: map[string]cachedBase{}}, nil
 }
 
 // remember keeps key's object as just written, at version.
