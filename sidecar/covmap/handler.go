@@ -96,6 +96,10 @@ func (s *server) serveMap(w http.ResponseWriter, r *http.Request) {
 	v := build(index(c, pending), c.Reference, q, &s.opts)
 	v.GeneratedAt, v.ReadAt = s.opts.Now().UTC(), readAt.UTC()
 	v.SnapshotID = strconv.FormatInt(c.SnapshotID, 10)
+	if !c.CommittedAt.IsZero() {
+		at := c.CommittedAt.UTC()
+		v.CommittedAt = &at
+	}
 	v.Note, v.AgeNote = c.Note, ageNote
 	v.PendingKnown, v.PendingError = s.opts.Pending != nil && pendingErr == "", pendingErr
 	v.RefreshMs = s.opts.Refresh.Milliseconds()
