@@ -290,3 +290,31 @@ func TestBrowserPlanLinks(t *testing.T) {
 		t.Errorf("script error: %s", e)
 	}
 }
+
+// With the sidecar's token, a plan link (a plain navigation, which cannot
+// send it) opens in the page with the token the page was given.
+func TestBrowserPlanLinkWithToken(t *testing.T) {
+	const token = "s3cret-plan-token"
+	f := newViewFixture(t, nil, token)
+	ctx := browser(t)
+	navigate(t, ctx, f.srv.URL+"/?topic="+url.QueryEscape(oddTopic))
+	waitFor(t, ctx, "the token form", `document.body.dataset.state === "token"`)
+	evaluate[bool](t, ctx, `(document.getElementById("token").value = "`+token+`", document.getElementById("auth-go").click(), true)`)
+	waitFor(t, ctx, "the bars", `document.body.dataset.state === "ok" && document.querySelectorAll("a[data-plan-sink]").length === 2`)
+	href := evaluate[string](t, ctx, `document.querySelector("a[data-plan-sink]").href`)
+	resp, err := http.Get(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET %s without the token: %d, want 401", href, resp.StatusCode)
+	}
+	evaluate[bool](t, ctx, `(document.querySelector("a[data-plan-sink]").click(), true)`)
+	waitFor(t, ctx, "the plan", `document.getElementById("plan-box").className === "on" && ["ok", "error"].indexOf(document.getElementById("plan-box").dataset.state) >= 0`)
+	var shown []recovery.Gap
+	out := evaluate[string](t, ctx, `document.getElementById("plan-out").textContent`)
+	if err := json.Unmarshal([]byte(out), &shown); err != nil || len(shown) != 1 || f.gaps[shown[0].Sink] != strconv.FormatUint(shown[0].Start, 10)+"-"+strconv.FormatUint(shown[0].End, 10) {
+		t.Errorf("the plan shown with the token: %q (%v)", out, err)
+	}
+}

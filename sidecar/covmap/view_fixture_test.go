@@ -32,7 +32,10 @@ type viewFixture struct {
 	gaps map[string]string
 }
 
-func newViewFixture(t *testing.T, wrap func(Source) Source) *viewFixture {
+// newViewFixture builds the fixture; wrap, when not nil, wraps the table's
+// source; a token, when given, is the sidecar's (the page is public, its
+// data is not).
+func newViewFixture(t *testing.T, wrap func(Source) Source, token ...string) *viewFixture {
 	t.Helper()
 	ctx := context.Background()
 	table := tabletest.EmbeddedTable(t)
@@ -72,8 +75,12 @@ func newViewFixture(t *testing.T, wrap func(Source) Source) *viewFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := sidecar.New(sidecar.Options{Mirror: m, Local: store, Durable: table,
-		Extra: map[string]http.Handler{"GET /{$}": h, "GET /v1/map": h}})
+	opts := sidecar.Options{Mirror: m, Local: store, Durable: table,
+		Extra: map[string]http.Handler{"GET /{$}": h, "GET /v1/map": h}}
+	if len(token) > 0 {
+		opts.Token, opts.PublicPaths = token[0], []string{"/"}
+	}
+	sc, err := sidecar.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
