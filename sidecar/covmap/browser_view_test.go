@@ -318,3 +318,20 @@ func TestBrowserPlanLinkWithToken(t *testing.T) {
 		t.Errorf("the plan shown with the token: %q (%v)", out, err)
 	}
 }
+
+// A drill-down is a step of the history: Back returns to the aggregate.
+func TestBrowserDrillDownBack(t *testing.T) {
+	f := newViewFixture(t, nil)
+	ctx := browser(t)
+	open(t, ctx, f.srv.URL, "/")
+	q := jsString(oddSink)
+	if !evaluate[bool](t, ctx, `(function () { var r = Array.from(document.querySelectorAll("tr[data-sink]")).find(function (r) { return r.dataset.sink === `+q+`; }); if (r) r.click(); return !!r; })()`) {
+		t.Fatalf("no row of sink %q", oddSink)
+	}
+	waitFor(t, ctx, "the sink's bars", `document.body.dataset.state === "ok" && new URLSearchParams(location.search).get("sink") === `+q+` && document.querySelectorAll(".bar[data-kind=sink]").length === 1`)
+	evaluate[bool](t, ctx, `(document.body.dataset.state = "stale", history.back(), true)`)
+	waitFor(t, ctx, "the aggregate again", `document.body.dataset.state === "ok" && location.search === "" && document.querySelectorAll(".bar").length === 0`)
+	if v := evaluate[viewState](t, ctx, readView); v.Sink != "" || v.All {
+		t.Errorf("after Back: filter %q, box ticked %v; want the aggregate's", v.Sink, v.All)
+	}
+}
