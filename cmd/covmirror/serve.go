@@ -67,21 +67,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	// The first word after "serving" is the record API's base: scripts
-	// and tests read it (internal/childproc.ServeAddr).
-	tcp := p.Addr()
-	fmt.Fprintf(g.stdout, "serving http://%s/v1/ (the record API)", tcp)
-	if opts.Socket != "" {
-		fmt.Fprintf(g.stdout, " and unix:%s", opts.Socket)
-	}
-	fmt.Fprintf(g.stdout, ", http://%s/debug/coverage and the coverage map at http://%s/", tcp, tcp)
-	if opts.MetricsOnAPI {
-		fmt.Fprintf(g.stdout, ", http://%s/metrics", tcp)
-	}
-	if m := p.MetricsAddr(); m != nil {
-		fmt.Fprintf(g.stdout, "; read-only: http://%s/healthz, /readyz and /metrics", m)
-	}
-	fmt.Fprintf(g.stdout, "; checkpoint every %s\n", interval)
+	fmt.Fprintln(g.stdout, p.Banner()) // the record API's base first, then the coverage map's URL
 	if err := p.Run(ctx); err != nil { // until SIGTERM
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -103,7 +103,7 @@ func TestBrowserDrillsIntoSpacedNames(t *testing.T) {
 		} else {
 			evaluate[bool](t, ctx, `(Array.from(document.querySelectorAll("tr[data-topic]")).find(function (r) { return r.dataset.topic === `+q+`; }).click(), true)`)
 		}
-		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.hash.slice(1)).get("topic") === `+q)
+		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.search).get("topic") === `+q)
 		bars := evaluate[[]drawnBar](t, ctx, readBars)
 		for _, b := range bars {
 			if b.Topic != topic {
@@ -147,7 +147,7 @@ func TestBrowserDrillsIntoLineBreakNames(t *testing.T) {
 		if !evaluate[bool](t, ctx, `(function () { var r = Array.from(document.querySelectorAll("tr[data-topic]")).find(function (r) { return r.dataset.topic === `+q+`; }); if (r) r.click(); return !!r; })()`) {
 			t.Fatalf("no row is topic %q: its name was changed in the page", topic)
 		}
-		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.hash.slice(1)).get("topic") === `+q)
+		waitFor(t, ctx, "the topic's bars", `document.body.dataset.state === "ok" && document.querySelectorAll(".bar[data-sink=lake]").length === 1 && new URLSearchParams(location.search).get("topic") === `+q)
 		for _, b := range evaluate[[]drawnBar](t, ctx, readBars) {
 			if b.Topic != topic {
 				t.Errorf("drilled into %q: a bar of topic %q", topic, b.Topic)

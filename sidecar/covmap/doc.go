@@ -6,6 +6,15 @@
 // 10,000 destinations stays small, with sink and topic filters to zoom into
 // partition bars.
 //
+// The header says how old the map is: the table snapshot's commit time, in
+// UTC with its age (the read's time where the source has no commit time).
+// The view (sink, topic, the box that lists partitions without gaps, the
+// page) lives in the URL, the query string or the hash alike (sink=,
+// topic=, gaps=0, offset=), so that a copied URL opens the same view; a
+// name is its exact bytes there too. Each bar with replay work links to
+// its replay tasks: the sidecar's GET /v1/plan for exactly that sink,
+// topic and partition.
+//
 // A gap a replay cannot close (a gap state of package gapstate holds it:
 // refused, unrecoverable, waived) is drawn in its own colour and listed
 // under its bar with the decision behind it, the reason quoted as the

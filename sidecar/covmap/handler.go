@@ -16,7 +16,8 @@ var page string
 
 // Handler serves the coverage map: GET / is the page (self-contained: no
 // external resource), GET /v1/map its data. Mount it at a path ending in
-// "/" (the page fetches "v1/map" relative to itself).
+// "/" (the page fetches "v1/map" relative to itself), beside the
+// sidecar's routes: its plan links open "v1/plan" there.
 //
 // /v1/map parameters: sink and topic filter the aggregate and, when either
 // is given, list the partitions' bars (the reference's bar always, since its
@@ -96,6 +97,10 @@ func (s *server) serveMap(w http.ResponseWriter, r *http.Request) {
 	v := build(index(c, pending), c.Reference, q, &s.opts)
 	v.GeneratedAt, v.ReadAt = s.opts.Now().UTC(), readAt.UTC()
 	v.SnapshotID = strconv.FormatInt(c.SnapshotID, 10)
+	if !c.CommittedAt.IsZero() {
+		at := c.CommittedAt.UTC()
+		v.CommittedAt = &at
+	}
 	v.Note, v.AgeNote = c.Note, ageNote
 	v.PendingKnown, v.PendingError = s.opts.Pending != nil && pendingErr == "", pendingErr
 	v.RefreshMs = s.opts.Refresh.Milliseconds()

@@ -48,6 +48,11 @@ type Committed struct {
 	Reference string
 	// SnapshotID is the table snapshot read; zero for an empty table.
 	SnapshotID int64
+	// CommittedAt is when that snapshot was committed, the age of what the
+	// map shows; zero where the source has none (an empty table, or a
+	// source that is not an Iceberg table): the page then shows the read's
+	// time instead.
+	CommittedAt time.Time
 	// Covered is each destination's committed coverage.
 	Covered map[coverage.Destination]*coverage.RangeSet
 	// Gaps are ordered by destination and start.
@@ -165,6 +170,9 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 			continue
 		}
 		c := Committed{Reference: ref, SnapshotID: snapshotID(after)}
+		if snap := after.CurrentSnapshot(); snap != nil {
+			c.CommittedAt = time.UnixMilli(snap.TimestampMs).UTC()
+		}
 		if !same {
 			c.Note = fmt.Sprintf("the table changed during each of %d reads: gaps and covered ranges may be one checkpoint apart", consistentReads)
 		}

@@ -109,10 +109,13 @@ type topicAgg struct {
 
 // mapView is /v1/map's body.
 type mapView struct {
-	Reference    string     `json:"reference"`
-	GeneratedAt  time.Time  `json:"generated_at"`
-	ReadAt       time.Time  `json:"committed_read_at"`
-	SnapshotID   string     `json:"snapshot_id"`
+	Reference   string    `json:"reference"`
+	GeneratedAt time.Time `json:"generated_at"`
+	ReadAt      time.Time `json:"committed_read_at"`
+	SnapshotID  string    `json:"snapshot_id"`
+	// CommittedAt is the snapshot's commit time, nil where the source has
+	// none (the page then shows ReadAt).
+	CommittedAt  *time.Time `json:"committed_at,omitempty"`
 	Note         string     `json:"note,omitempty"`
 	AgeNote      string     `json:"age_note"`
 	PendingKnown bool       `json:"pending_known"`
