@@ -43,7 +43,7 @@ func ParseURL(raw string) (Location, error) {
 	where := redact.URL(raw)
 	u, err := url.Parse(raw)
 	if err != nil || redact.StrayAt(raw) {
-		return Location{}, fmt.Errorf("object: location %q does not parse as a URL (want %s)", where, urlForms)
+		return Location{}, fmt.Errorf("object: parsing location %q: not a URL (want %s)", where, urlForms)
 	}
 	bad := func(why string) (Location, error) {
 		return Location{}, fmt.Errorf("object: location %q: %s (want %s)", where, why, urlForms)
