@@ -122,8 +122,9 @@ func propSecrets(props map[string]string) []string {
 	if u, err := url.Parse(props["uri"]); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			out = append(out, pw, url.QueryEscape(pw))
-		} else {
-			// https://TOKEN@catalog/: a user name alone is a token.
+		} else if u.Scheme == "http" || u.Scheme == "https" {
+			// https://TOKEN@catalog/: a user name alone is a token (a
+			// database URL's is its role, which its errors name).
 			out = append(out, u.User.Username(), url.QueryEscape(u.User.Username()))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,5 +61,20 @@ func TestOpenCatalogNeverPrintsAHeaderValue(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), secret[:8]) {
 		t.Errorf("the header's value is in the error: %v", err)
+	}
+}
+
+// TestPropSecretsByKeyAndUserName: header.* values and an http(s) uri's
+// user name alone (a token) are secrets; a database uri's user name is its
+// role, left for its errors to name.
+func TestPropSecretsByKeyAndUserName(t *testing.T) {
+	got := propSecrets(map[string]string{"uri": "https://Zq81tokenValue@catalog/v1", "header.X-Vendor": "Zq81headerValue", "warehouse": "wh"})
+	for _, want := range []string{"Zq81tokenValue", "Zq81headerValue"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("propSecrets = %q; want %q among them", got, want)
+		}
+	}
+	if got := propSecrets(map[string]string{"uri": "postgres://postgres@db/lake"}); slices.Contains(got, "postgres") {
+		t.Errorf("a database uri's role is a secret: %q", got)
 	}
 }
