@@ -105,27 +105,43 @@ func keys(m map[string]string) string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return "[" + strings.Join(out, " ") + "]"
+	return coverage.Names(out)
 }
 
 // propSecrets are the catalog properties an error must not show, by key
-// (a credential, token, password or S3 key), and the uri's password: the
-// catalog's own errors may quote them.
+// (a credential, token, password, signature or S3 key, and every header.*
+// a REST catalog sends, whose names are the vendor's: X-Vendor-Auth), and
+// the uri's user information: the catalog's own errors may quote them.
 func propSecrets(props map[string]string) []string {
 	var out []string
 	for k, v := range props {
-		lk := strings.ToLower(k)
-		for _, word := range []string{"secret", "token", "credential", "password", "key"} {
-			if strings.Contains(lk, word) {
-				out = append(out, v)
-				break
-			}
+		if secretProp(k) {
+			out = append(out, v)
 		}
 	}
 	if u, err := url.Parse(props["uri"]); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			out = append(out, pw, url.QueryEscape(pw))
+		} else if u.Scheme == "http" || u.Scheme == "https" {
+			// https://TOKEN@catalog/: a user name alone is a token (a
+			// database URL's is its role, which its errors name).
+			out = append(out, u.User.Username(), url.QueryEscape(u.User.Username()))
 		}
 	}
 	return out
+}
+
+// secretProp reports whether a catalog property's value may be a
+// credential, by its key.
+func secretProp(key string) bool {
+	lk := strings.ToLower(key)
+	if strings.HasPrefix(lk, "header.") {
+		return true
+	}
+	for _, word := range []string{"secret", "token", "credential", "password", "key", "auth", "signature", "session"} {
+		if strings.Contains(lk, word) {
+			return true
+		}
+	}
+	return false
 }

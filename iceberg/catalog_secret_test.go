@@ -2,6 +2,11 @@ package iceberg
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,5 +35,46 @@ func TestOpenCatalogNeverPrintsTheURIsPassword(t *testing.T) {
 		if strings.Contains(err.Error(), pw[:8]) {
 			t.Errorf("uri %q: the password is in the error: %v", uri, err)
 		}
+	}
+}
+
+// TestOpenCatalogNeverPrintsAHeaderValue: a REST catalog's header.*
+// properties are sent as request headers, often a credential under a name
+// no shape knows (header.X-Vendor-Auth); a catalog that echoes its
+// request's headers in its error never gets one printed.
+func TestOpenCatalogNeverPrintsAHeaderValue(t *testing.T) {
+	const secret = "Zq81fa77HeaderSecretValue"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		msg := fmt.Sprintf("refused: %v", r.Header)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "BadRequestException", "code": 400}})
+	}))
+	defer srv.Close()
+	props := map[string]string{"type": "rest", "uri": srv.URL, "header.X-Vendor-Auth": secret, "warehouse": "wh"}
+	_, err := OpenCatalog(context.Background(), "", props)
+	if err == nil {
+		t.Fatal("opened a catalog that refuses every request")
+	}
+	if !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("the catalog's answer is not in the error, so the test shows nothing: %v", err)
+	}
+	if strings.Contains(err.Error(), secret[:8]) {
+		t.Errorf("the header's value is in the error: %v", err)
+	}
+}
+
+// TestPropSecretsByKeyAndUserName: header.* values and an http(s) uri's
+// user name alone (a token) are secrets; a database uri's user name is its
+// role, left for its errors to name.
+func TestPropSecretsByKeyAndUserName(t *testing.T) {
+	got := propSecrets(map[string]string{"uri": "https://Zq81tokenValue@catalog/v1", "header.X-Vendor": "Zq81headerValue", "warehouse": "wh"})
+	for _, want := range []string{"Zq81tokenValue", "Zq81headerValue"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("propSecrets = %q; want %q among them", got, want)
+		}
+	}
+	if got := propSecrets(map[string]string{"uri": "postgres://postgres@db/lake"}); slices.Contains(got, "postgres") {
+		t.Errorf("a database uri's role is a secret: %q", got)
 	}
 }

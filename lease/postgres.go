@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // pgBackend is the lease as a session-level advisory lock on a connection
@@ -45,7 +49,7 @@ func NewPostgres(url, deployment string, opts Options) (Lease, error) {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "covmirror lease\x00%s\x00%s", deployment, opts.Role)
 	b := &pgBackend{opts: opts, url: url, key: int64(h.Sum64()),
-		where: fmt.Sprintf("postgres://%s:%d/%s advisory lock of %s/%s", cfg.Host, cfg.Port, cfg.Database, deployment, opts.Role)}
+		where: fmt.Sprintf("the advisory lock of %q/%q in postgres %q, database %q", deployment, opts.Role, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database)}
 	return newDriver(opts, b), nil
 }
 
@@ -59,7 +63,8 @@ func (b *pgBackend) connect(ctx context.Context) error {
 	cfg.RuntimeParams["application_name"] = "covmirror lease " + b.opts.Role + " " + b.opts.Holder
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("lease: connecting to %s: %w", b.where, err)
+		// pgx's error names the database unquoted.
+		return fmt.Errorf("lease: connecting to %s: %w", b.where, redact.Error(err))
 	}
 	// The server ends the session of a holder silent for a TTL (a
 	// partition, a paused process), freeing the lock; a holder renews

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // S3Options says where an S3Blobs lives and how to reach it. Credentials
@@ -69,9 +71,15 @@ func (o *S3Options) Validate() error {
 		return errors.New("object: S3 needs a bucket")
 	}
 	if o.Endpoint != "" {
+		// Named as redact.URL shows it: the SDK takes its credentials
+		// from the AWS environment, never from the endpoint's user
+		// information, query or fragment, which are refused unshown.
 		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("object: S3 endpoint %q is not an http:// or https:// URL with a host", o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || redact.StrayAt(o.Endpoint) {
+			return fmt.Errorf("object: S3 endpoint %q is not an http:// or https:// URL with a host", redact.URL(o.Endpoint))
+		}
+		if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return fmt.Errorf("object: S3 endpoint %q has user information, a query or a fragment (not shown: it may hold a credential): give the scheme, host and port; credentials come from the AWS environment", redact.URL(o.Endpoint))
 		}
 	}
 	return nil

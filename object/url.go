@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Location is where a URL says the objects live: an S3 bucket and prefix,
@@ -35,12 +37,16 @@ const urlForms = "s3://BUCKET/PREFIX or file:///ABSOLUTE/DIR"
 // relative path and queries or fragments (which neither form has) are
 // errors that say which form was expected.
 func ParseURL(raw string) (Location, error) {
+	// Named as redact.URL shows it: never its user information, query
+	// or fragment (an access key, a signature), and never url.Parse's
+	// error, which quotes it whole.
+	where := redact.URL(raw)
 	u, err := url.Parse(raw)
-	if err != nil {
-		return Location{}, fmt.Errorf("object: parsing location %q (want %s): %w", raw, urlForms, err)
+	if err != nil || redact.StrayAt(raw) {
+		return Location{}, fmt.Errorf("object: parsing location %q: not a URL (want %s)", where, urlForms)
 	}
 	bad := func(why string) (Location, error) {
-		return Location{}, fmt.Errorf("object: location %q: %s (want %s)", raw, why, urlForms)
+		return Location{}, fmt.Errorf("object: location %q: %s (want %s)", where, why, urlForms)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return bad("a query, fragment or user name has no meaning here")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/internal/backoff"
+	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/object"
 )
 
@@ -77,10 +79,11 @@ func Open(ctx context.Context, opts Options) (*Tier, error) {
 		t.ownsPool = true
 	}
 	cc := t.pool.Config().ConnConfig
-	t.name = fmt.Sprintf("postgres://%s:%d/%s schema %s", cc.Host, cc.Port, cc.Database, pgx.Identifier{opts.Schema}.Sanitize())
+	t.name = fmt.Sprintf("postgres %q, database %q, schema %s", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))), cc.Database, pgx.Identifier{opts.Schema}.Sanitize())
 	if err := t.init(ctx); err != nil {
 		t.Close()
-		return nil, err
+		// pgx's connection error names the database unquoted.
+		return nil, redact.Error(err)
 	}
 	t.blobs = newBlobs(t.pool, opts.Schema, t.name)
 	var err error

@@ -516,7 +516,7 @@ func TestMisspeltReferenceIsRefused(t *testing.T) {
 	defer db.Close()
 	for _, name := range []string{"gaps", "summary", "lag"} {
 		_, err := db.Run(ctx, name, Params{Reference: "rwa"})
-		if !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), "lake, raw, search") {
+		if !errors.Is(err, recovery.ErrNoReference) || !strings.Contains(err.Error(), `"rwa"`) || !strings.Contains(err.Error(), `"lake", "raw", "search"`) {
 			t.Fatalf("%s with a misspelt reference: %v; want ErrNoReference naming it and the sinks", name, err)
 		}
 	}

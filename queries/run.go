@@ -10,6 +10,7 @@ import (
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/recovery"
 )
 
@@ -131,7 +132,7 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 		where, holder = q.tier, "it"
 	}
 	return fmt.Errorf("queries: reference %q has no rows in %s (%w); %s has rows of the sinks %s: pass the sink raw's coverage is recorded under",
-		ref, where, recovery.ErrNoReference, holder, strings.Join(sinks, ", "))
+		ref, where, recovery.ErrNoReference, holder, coverage.Names(sinks))
 }
 
 // RunSQL runs query text over the bound relations with p bound to the $name

@@ -131,8 +131,13 @@ func build(c Config, opts BuildOptions, out *Checkers) (Checker, error) {
 		if opts.Catalog == nil {
 			return nil, errors.New("an iceberg checker needs the catalog, and none was given")
 		}
-		return NewIceberg(IcebergOptions{Catalog: opts.Catalog, Table: strings.Split(c.Table, "."), BatchColumn: c.BatchColumn,
+		chk, err := NewIceberg(IcebergOptions{Catalog: opts.Catalog, Table: strings.Split(c.Table, "."), BatchColumn: c.BatchColumn,
 			TopicColumn: c.TopicColumn, PartitionColumn: c.PartitionColumn, Timeout: c.Timeout})
+		if err != nil {
+			return nil, err
+		}
+		// The catalog's errors may echo its request's credentials.
+		return redacting{chk, nil}, nil
 	}
 	return nil, fmt.Errorf("kind %q is not %s, %s or %s", c.Kind, KindSQL, KindHTTP, KindIceberg)
 }

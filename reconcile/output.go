@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -32,12 +30,12 @@ func Verdict(rep Report, runErr error) error {
 	var sinks []string
 	for _, r := range rep.Absent {
 		batches += r.End - r.Start
-		if q := strconv.Quote(r.Sink); !slices.Contains(sinks, q) {
-			sinks = append(sinks, q)
+		if !slices.Contains(sinks, r.Sink) {
+			sinks = append(sinks, r.Sink)
 		}
 	}
 	absent := fmt.Errorf("%w: %d ranges (%d batches) of the sinks %s: a sink lost data after acknowledging it; replay them (reconcile --tasks prints the recovery worker's tasks) and find what removed them (a restore, a truncation, a lifecycle rule)",
-		ErrClaimedAbsent, len(rep.Absent), batches, strings.Join(sinks, ", "))
+		ErrClaimedAbsent, len(rep.Absent), batches, coverage.Names(sinks))
 	return errors.Join(absent, runErr)
 }
 

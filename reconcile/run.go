@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"golang.org/x/time/rate"
 
@@ -90,7 +89,7 @@ type NoCoverageError struct {
 
 func (e *NoCoverageError) Error() string {
 	return fmt.Sprintf("reconcile: sink %q: %v (under the run's topic and partition), which has coverage of the sinks [%s]: name the sink its coverage is recorded under",
-		e.Sink, ErrNoCoverage, strings.Join(e.Sinks, ", "))
+		e.Sink, ErrNoCoverage, coverage.Names(e.Sinks))
 }
 
 func (e *NoCoverageError) Unwrap() error { return ErrNoCoverage }

@@ -211,7 +211,7 @@ func TestRunRefusesASinkWithoutCoverage(t *testing.T) {
 		if !errors.Is(err, reconcile.ErrNoCoverage) || !errors.As(err, &nc) || nc.Sink != "pgg" || !slices.Equal(nc.Sinks, []string{"pg"}) {
 			t.Fatalf("err %v, want a NoCoverageError naming pgg and pg", err)
 		}
-		if !strings.Contains(err.Error(), `"pgg"`) || !strings.Contains(err.Error(), "pg]") {
+		if !strings.Contains(err.Error(), `"pgg"`) || !strings.Contains(err.Error(), `["pg"]`) {
 			t.Fatalf("error does not name the sinks: %v", err)
 		}
 		if len(rep.Failures) != 1 || len(rep.Checked) != 1 || !rep.Checked[0].Failed {

@@ -25,7 +25,7 @@ type NoReferenceError struct {
 
 func (e *NoReferenceError) Error() string {
 	return fmt.Sprintf("recovery: plan: reference sink %q: %v, which has rows of the sinks %s: name the sink raw's coverage is recorded under",
-		e.Reference, ErrNoReference, strings.Join(e.Sinks, ", "))
+		e.Reference, ErrNoReference, coverage.Names(e.Sinks))
 }
 
 func (e *NoReferenceError) Unwrap() error { return ErrNoReference }

@@ -71,16 +71,6 @@ func queryPartition(v string) (*int32, error) {
 	return &p, nil
 }
 
-// sinkList names the first 20 sinks: sink names are the callers', and an
-// error must not grow with them.
-func sinkList(sinks []string) string {
-	const shown = 20
-	if len(sinks) <= shown {
-		return fmt.Sprintf("%q", sinks)
-	}
-	return fmt.Sprintf("%q and %d more", sinks[:shown], len(sinks)-shown)
-}
-
 // positionPut is PUT /v1/positions/{source}'s body.
 type positionPut struct {
 	Partition *json.Number `json:"partition"`

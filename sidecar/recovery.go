@@ -225,7 +225,7 @@ func (s *Server) planFailed(w http.ResponseWriter, r *http.Request, err error) b
 	case err == nil:
 		return false
 	case errors.As(err, &nre):
-		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in %s; it has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, s.opts.Durable.Name(), sinkList(nre.Sinks)), Rule: "no-reference"})
+		s.fail(w, r, http.StatusNotFound, apiError{Error: fmt.Sprintf("reference %q has no rows in %s; it has rows of the sinks %s: pass reference= with the sink raw's coverage is recorded under", nre.Reference, s.opts.Durable.Name(), coverage.Names(nre.Sinks)), Rule: "no-reference"})
 	case errors.Is(err, coverage.ErrInvalidExtent):
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "invalid-extent"})
 	default:

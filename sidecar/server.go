@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // Server is the record API of one pod. Safe for concurrent use.
@@ -216,6 +217,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, e apiErr
 		s.counters.rejects.WithLabelValues(route, e.Rule).Inc()
 	}
 	if code >= 500 {
+		// A tier's error: a catalog's or a store's text, which may echo
+		// the request's credentials.
+		e.Error = redact.Text(e.Error, false)
 		s.opts.Logger.Warn("sidecar request failed", "route", route, "status", code, "err", e.Error)
 	}
 	writeJSON(w, code, e)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
@@ -39,7 +38,7 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 	var nre *recovery.NoReferenceError
 	if errors.As(err, &nre) {
 		return fmt.Errorf("%s: reference %q has no rows in %s (%w); it has rows of the sinks %s: pass --reference with the sink raw's coverage is recorded under",
-			command, nre.Reference, tier.Describe(table), recovery.ErrNoReference, strings.Join(nre.Sinks, ", "))
+			command, nre.Reference, tier.Describe(table), recovery.ErrNoReference, coverage.Names(nre.Sinks))
 	}
 	return err
 }

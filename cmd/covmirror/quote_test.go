@@ -33,3 +33,20 @@ func TestGapsAndPlanQuoteTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestNoReferenceQuotesTheSinks: gaps and plan against a reference without
+// rows list the sinks the table has, each quoted, so that a sink named
+// with a comma and a space reads as one name.
+func TestNoReferenceQuotesTheSinks(t *testing.T) {
+	state := t.TempDir()
+	const sink = "lake, search raw"
+	mustRun(t, state, "record", "--sink", "raw", "--topic", "t", "--partition", "0", "--range", "0:5")
+	mustRun(t, state, "record", "--sink", sink, "--topic", "t", "--partition", "0", "--range", "0:5")
+	mustRun(t, state, "checkpoint")
+	for _, cmd := range []string{"gaps", "plan"} {
+		_, _, err := runCLI(t, state, cmd, "--reference", "rwa")
+		if err == nil || !strings.Contains(err.Error(), `"lake, search raw", "raw"`) {
+			t.Errorf("%s --reference rwa: %v; want the sinks quoted", cmd, err)
+		}
+	}
+}

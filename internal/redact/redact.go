@@ -244,7 +244,7 @@ func Error(err error, secrets ...string) error {
 		msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(shown))
 		msg = strings.ReplaceAll(msg, ue.URL, shown)
 	}
-	msg = Text(msg, false, secrets...)
+	msg = Text(quoteConnectTarget(msg), false, secrets...)
 	if msg == err.Error() {
 		return err
 	}
@@ -269,4 +269,19 @@ func BoundedError(err error, n int, secrets ...string) error {
 		return err
 	}
 	return &redacted{msg: Bounded(err.Error(), n, false), err: err}
+}
+
+// pgConnect is the head pgx gives a failed connection's error (a
+// *pgconn.ConnectError): the role and the database as they were given,
+// unquoted, where a space, a backquote or a line break in a name would
+// read as the message's own.
+var pgConnect = regexp.MustCompile("(?s)failed to connect to `user=(.*?) database=(.*?)`:")
+
+// quoteConnectTarget is msg with pgx's connection head's role and
+// database quoted (%q).
+func quoteConnectTarget(msg string) string {
+	return pgConnect.ReplaceAllStringFunc(msg, func(m string) string {
+		sm := pgConnect.FindStringSubmatch(m)
+		return "failed to connect to user " + strconv.Quote(sm[1]) + " database " + strconv.Quote(sm[2]) + ":"
+	})
 }

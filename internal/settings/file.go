@@ -92,7 +92,9 @@ func LoadShared(path string, table []Setting, others []string) (*File, error) {
 		prefix, name, dotted := strings.Cut(k, ".")
 		switch {
 		case !ok || k == "":
-			return nil, fmt.Errorf("%s:%d: %q is not key = value", path, n, line)
+			// Not quoted: most often a credential pasted with a space or
+			// a colon for its =.
+			return nil, fmt.Errorf("%s:%d: the line is not key = value (not shown: it may hold a credential)", path, n)
 		case again:
 			return nil, fmt.Errorf("%s:%d: key %q is given again (first on line %d): give it once", path, n, k, first)
 		case dotted && name != "" && maps[prefix] != nil:

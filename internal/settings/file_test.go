@@ -48,3 +48,29 @@ func TestLoadSharedNamesEveryKey(t *testing.T) {
 		t.Errorf("LoadShared's refusal %q ends mid-sentence", msg)
 	}
 }
+
+// TestLoadNeverEchoesALineWithoutEquals: a line that is not key = value is
+// most often a credential pasted with a space or a colon for its = (a
+// secret key, a URL with its password): the refusal names the line by its
+// number, never its text.
+func TestLoadNeverEchoesALineWithoutEquals(t *testing.T) {
+	const secret = "Zq81fa77SecretValue"
+	for _, line := range []string{
+		"catalog.s3.secret-access-key " + secret,
+		"catalog.header.Authorization: " + secret,
+		"postgres.url postgres://u:" + secret + "@db/lake",
+		secret,
+	} {
+		path := filepath.Join(t.TempDir(), "c.conf")
+		if err := os.WriteFile(path, []byte("state = /srv/x\n"+line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path, []Setting{{Key: "state"}, {Key: "postgres.url", Kind: Secret}})
+		if err == nil {
+			t.Fatalf("%q was taken", line)
+		}
+		if strings.Contains(err.Error(), secret[:8]) || !strings.Contains(err.Error(), "c.conf:2:") {
+			t.Errorf("line %q: %v", line, err)
+		}
+	}
+}

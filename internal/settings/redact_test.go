@@ -26,6 +26,11 @@ func TestRedactHidesPasswords(t *testing.T) {
 		// libpq's other password parameters, in any case.
 		{"postgres://u@db/lake?sslpassword=SEKRIT", "SEKRIT"},
 		{"postgres://u@db/lake?PASSWORD=SEKRIT", "SEKRIT"},
+		// A user name alone outside a database URL is a token.
+		{"https://SEKRIT@git.example.com/repo", "SEKRIT"},
+		{"https://SEK%zzRIT@git.example.com/repo", "RIT"},
+		{"https://SEK/RIT@git.example.com/repo", "RIT"},
+		{"s3://SEKRIT@bucket/prefix", "SEKRIT"},
 	} {
 		got := Redact(c.in)
 		if strings.Contains(got, c.secret) {
@@ -35,7 +40,10 @@ func TestRedactHidesPasswords(t *testing.T) {
 			t.Errorf("Redact(%q) = %q: no redaction mark", c.in, got)
 		}
 	}
-	if got := Redact("postgres://u@db:5432/lake"); got != "postgres://u@db:5432/lake" {
-		t.Errorf("a URL without a password changed: %q", got)
+	// A database URL's user name alone is its role.
+	for _, in := range []string{"postgres://u@db:5432/lake", "postgresql://u@db/lake", "mysql://u@db/lake"} {
+		if got := Redact(in); got != in {
+			t.Errorf("a database URL without a password changed: %q", got)
+		}
 	}
 }

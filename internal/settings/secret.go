@@ -14,12 +14,16 @@ import (
 )
 
 // Redact is a connection string with its password replaced by xxxxx, for
-// usage, errors and logs: a URL's user password and a query parameter
+// usage, errors and logs: a URL's user password, a user name alone outside
+// a database URL (https://TOKEN@host/ is a token), a query parameter
 // naming a password, secret or token (password=, sslpassword=, in any
 // case), and a key=value DSN's password. A setting that is neither is
 // returned as it is.
 func Redact(s string) string {
 	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Opaque == "" && !redact.StrayAt(s) {
+		if _, hasPassword := u.User.Password(); u.User != nil && !hasPassword && !roleSchemes[strings.ToLower(u.Scheme)] {
+			u.User = url.User("xxxxx")
+		}
 		q, changed := u.Query(), false
 		for k := range q {
 			if secretParam.MatchString(k) {
@@ -36,8 +40,21 @@ func Redact(s string) string {
 	// holds a /, ? or # it would read as a path, query or fragment, still
 	// has its userinfo redacted: up to the last @.
 	s = urlUserinfo.ReplaceAllString(s, "${1}xxxxx@")
+	if m := urlUser.FindStringSubmatch(s); m != nil && !roleSchemes[strings.ToLower(m[2])] {
+		s = urlUser.ReplaceAllString(s, "${1}xxxxx@")
+	}
 	return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
 }
+
+// roleSchemes are the URLs whose user name alone is a database role, the
+// password coming from elsewhere (PGPASSWORD, ~/.pgpass): shown, as the
+// role an error is about. Elsewhere a user name alone is a token.
+var roleSchemes = map[string]bool{"postgres": true, "postgresql": true, "mysql": true}
+
+// urlUser is a URL's user name with no password, found without parsing
+// the URL: up to the last @ before a colon, since the name may hold /, ?,
+// # or @.
+var urlUser = regexp.MustCompile(`^(([A-Za-z][A-Za-z0-9+.-]*)://)[^:]+@`)
 
 // secretParam is a query parameter that holds a credential.
 var secretParam = regexp.MustCompile(`(?i)password|passwd|secret|token`)

@@ -1,7 +1,10 @@
 package settings
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +185,30 @@ func TestEmptyGivenIsNotTheDefault(t *testing.T) {
 	set.Register(flag.NewFlagSet("x", flag.ContinueOnError), "")
 	if err := set.Err(); err != nil || set.String("schema") != "covmirror" {
 		t.Errorf("given nowhere: %q, %v, want the default", set.String("schema"), err)
+	}
+}
+
+// TestLoggerRedacts: the logger the commands log through shows a
+// credential an error, a string or a grouped attribute carries (a
+// catalog's echo, a URL's password) redacted, in either format.
+func TestLoggerRedacts(t *testing.T) {
+	const secret = "Zq81fa77LoggedSecret"
+	for _, format := range []string{"text", "json"} {
+		var b strings.Builder
+		l, err := NewLogger(&b, "info", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l = l.With("uri", "postgres://u:"+secret+"@db/lake")
+		l.Warn("catalog refused: Authorization: Bearer "+secret,
+			"err", fmt.Errorf("wrapped: %w", errors.New(`{"Authorization":"Bearer `+secret+`"}`)),
+			"answer", "password="+secret,
+			slog.Group("req", "header", "Bearer "+secret))
+		if !strings.Contains(b.String(), "catalog refused") {
+			t.Fatalf("%s: nothing logged: %q", format, b.String())
+		}
+		if strings.Contains(b.String(), secret[:8]) {
+			t.Errorf("%s: the secret is logged: %s", format, b.String())
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 //go:embed page.html
@@ -81,6 +83,8 @@ func (s *server) serveMap(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	c, readAt, err := s.committed(ctx)
 	if err != nil {
+		// A catalog's or a store's text, which may echo a credential.
+		err = redact.Error(err)
 		s.opts.Logger.Warn("covmap: reading the durable tier failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "reading the coverage table: " + err.Error()})
 		return
