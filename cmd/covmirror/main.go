@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 func main() {
@@ -19,7 +21,9 @@ func main() {
 	stop()
 	if err != nil {
 		if !errors.Is(err, errHelp) {
-			fmt.Fprintln(os.Stderr, "covmirror:", err)
+			// The last word on a failure goes through the redaction too: a
+			// driver's error from deep in a tier may quote a DSN or a target.
+			fmt.Fprintln(os.Stderr, "covmirror:", redact.Error(err))
 		}
 		os.Exit(exitCode(err))
 	}
