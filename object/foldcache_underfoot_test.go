@@ -199,3 +199,11 @@ func underfootOnce(t *testing.T, seed uint64, rng *rand.Rand, folderBlobs, hand 
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 }
+
+// TestFleetRaceFoldCacheOfOne: the fleet race of 16 writers with two
+// folders, each keeping only one base between folds, so that most bases
+// are read and one is written from memory, every handle through faults.
+func TestFleetRaceFoldCacheOfOne(t *testing.T) {
+	seed := testseed.Seed(t)
+	raceFleet(t, seed, fleetRace{writers: 16, per: 10, open: dirFleet(t.TempDir()), landed: true, foldCache: 1})
+}
