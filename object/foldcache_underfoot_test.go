@@ -1,9 +1,11 @@
 package object
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/covmirror/covmirror/coverage"
@@ -206,4 +208,103 @@ func underfootOnce(t *testing.T, seed uint64, rng *rand.Rand, folderBlobs, hand 
 func TestFleetRaceFoldCacheOfOne(t *testing.T) {
 	seed := testseed.Seed(t)
 	raceFleet(t, seed, fleetRace{writers: 16, per: 10, open: dirFleet(t.TempDir()), landed: true, foldCache: 1})
+}
+
+// cutAfter lets n Puts through, then cancels the fold that makes them:
+// the fold stops there, as a process killed mid-fold would, the writes
+// made before it durable and the rest never sent.
+type cutAfter struct {
+	Blobs
+	mu     sync.Mutex
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cutAfter) Put(ctx context.Context, key string, data []byte, ifMatch string) (string, error) {
+	c.mu.Lock()
+	c.n--
+	cut := c.n < 0
+	c.mu.Unlock()
+	if cut {
+		c.cancel()
+		return "", ctx.Err()
+	}
+	return c.Blobs.Put(ctx, key, data, ifMatch)
+}
+
+// TestFoldCutAtEveryPut: a fold stopped after each of its Puts in turn
+// (bases, fold log, emptied sink objects), then folded again by the same
+// Tier, which keeps the bases it wrote, and by a new one, which keeps
+// none: every range appended is kept, nothing else, no delta is left.
+func TestFoldCutAtEveryPut(t *testing.T) {
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	cuts := 0
+	for n := 0; ; n++ {
+		dir := t.TempDir()
+		inner, err := OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := &cutAfter{Blobs: inner, n: 1 << 30}
+		folder, err := Open(ctx, Options{Blobs: cut, Layout: LayoutDeltas, FoldCacheBases: 1 + n%3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := model{}
+		for i := range 3 * 8 {
+			if i%8 == 0 && i > 0 {
+				if _, err := folder.Fold(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := spread(rng, fmt.Sprintf("pod-%d", i%3), fmt.Sprintf("ck-%d", i))
+			all.add(c)
+			if err := folder.Append(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		cut.mu.Lock()
+		cut.n, cut.cancel = n, cancel
+		cut.mu.Unlock()
+		_, ferr := folder.Fold(fctx)
+		cancel()
+		cut.mu.Lock()
+		finished := cut.n >= 0
+		cut.n = 1 << 30
+		cut.mu.Unlock()
+		// Again by the same Tier, then by another process's.
+		fresh, err := Open(ctx, Options{Blobs: inner, Layout: LayoutDeltas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*Tier{folder, fresh} {
+			if res, err := s.Fold(ctx); err != nil || res.Left != 0 {
+				t.Fatalf("seed %d, cut after %d puts: fold again: %+v, %v", seed, n, res, err)
+			}
+			got, err := fresh.Coverage(ctx, durable.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := all.within(got, all); err != nil {
+				t.Fatalf("seed %d, cut after %d puts: %v", seed, n, err)
+			}
+		}
+		if keys, err := fresh.listDeltas(ctx); err != nil || len(keys) != 0 {
+			t.Fatalf("seed %d, cut after %d puts: %d deltas left (%v)", seed, n, len(keys), err)
+		}
+		_ = inner.Close()
+		if finished {
+			if ferr != nil {
+				t.Fatalf("seed %d: the uncut fold: %v", seed, ferr)
+			}
+			break
+		}
+		cuts++
+	}
+	if cuts < 3 {
+		t.Fatalf("seed %d: only %d cuts: the fold made too few puts", seed, cuts)
+	}
+	t.Logf("a fold cut after each of its first %d puts", cuts)
 }
