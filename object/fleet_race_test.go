@@ -74,6 +74,8 @@ type fleetRace struct {
 	// landed: Landed must answer true for every acknowledged checkpoint,
 	// in flight and at the end (false when skew prunes fold logs early).
 	landed bool
+	// foldCache is each handle's Options.FoldCacheBases.
+	foldCache int
 }
 
 // raceFleet: writers append checkpoints through their own faulty handles
@@ -93,7 +95,7 @@ func raceFleet(t *testing.T, seed uint64, cfg fleetRace) {
 		i := handles.Add(1)
 		b := cfg.open(t, int(i), rand.New(rand.NewPCG(seed, 7000+i)), p)
 		s, err := Open(ctx, Options{Blobs: b, Layout: layout, MaxAttempts: 3, MinBackoff: time.Microsecond,
-			MaxBackoff: 100 * time.Microsecond, MaxFoldDeltas: maxFold, Parallel: 4, Now: now})
+			MaxBackoff: 100 * time.Microsecond, MaxFoldDeltas: maxFold, Parallel: 4, Now: now, FoldCacheBases: cfg.foldCache})
 		if err != nil {
 			t.Fatal(err)
 		}

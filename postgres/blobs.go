@@ -28,7 +28,11 @@ import (
 //
 // A version is a random positive 63-bit number, new at every write, never
 // a counter: a key deleted and created again must not take back a version
-// a stale If-Match still holds.
+// a stale If-Match still holds. A row changed by hand must take a new
+// version too: a folder that keeps the bases it wrote
+// (object.Options.FoldCacheBases) writes over a row still at the version
+// it wrote without reading it, so what was changed under that version is
+// lost.
 type Blobs struct {
 	pool  *pgxpool.Pool
 	table string // quoted
