@@ -311,3 +311,23 @@ func appendStates(t *testing.T, state string, events []gapstate.Event) {
 		t.Fatal(err)
 	}
 }
+
+// statesOn are every gap state of the tier on state.
+func statesOn(t *testing.T, state string) []gapstate.Event {
+	t.Helper()
+	ctx := context.Background()
+	tr, closer, err := tier.Open(ctx, tier.Settings{State: state, Writer: "test"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	store, err := durable.StatesOf(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := store.States(ctx, durable.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
