@@ -150,7 +150,7 @@ func TestOnePodPerProcess(t *testing.T) {
 // TestReplayVerifiesRawsHoles: raw holds batches its coverage lacks (their
 // records lost), a hole the plan reports as verify-reference; the replay
 // reads raw back and records for raw exactly what it holds, and a batch
-// raw does not hold stays a hole.
+// raw does not hold stays a hole, with no state recorded about it.
 func TestReplayVerifiesRawsHoles(t *testing.T) {
 	const n, lost = 60, 10
 	raw, lake := newSinkServer(t, nil), newSinkServer(t, nil)
@@ -175,5 +175,10 @@ func TestReplayVerifiesRawsHoles(t *testing.T) {
 	}
 	if got := committed(t, state)["raw"]; !slices.Equal(got, upTo(n-1)) {
 		t.Fatalf("raw's coverage %s, want 0..%d (what raw holds)", short(got), n-2)
+	}
+	// The batch raw lacks is a hole for a person to look into, no sink's
+	// loss: the verification records no state about it.
+	if got := statesOn(t, state); len(got) > 0 {
+		t.Fatalf("the verification of raw's hole recorded the states %+v, want none", got)
 	}
 }

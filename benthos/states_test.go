@@ -66,9 +66,10 @@ func ofKind(gaps []recovery.Gap, sink string, kind recovery.TaskKind) []coverage
 
 // TestRefusedBatchesLeaveThePlan: an HTTP sink answers 400 for chosen
 // batches, which the configuration names permanent: they end refused with
-// the sink's error as the reason, every other batch written and covered;
-// a replay does not write them again; after a reopen and the sink's fix,
-// a replay covers them and no gap is left.
+// the sink's error as the reason, every other batch written and covered,
+// and CovmirrorBatchesRefused fires over the exported gap metrics; a
+// replay does not write them again; after a reopen and the sink's fix, a
+// replay covers them, no gap is left and no alert fires.
 func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 37))
@@ -104,6 +105,13 @@ func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 			t.Errorf("refused gap %v: decision %+v, want the status code and the sink's error as the reason", g, g.Decision)
 		}
 	}
+	// Alerted: CovmirrorBatchesRefused reads
+	// covmirror_sink_missing_batches{kind="refused"} > 0.
+	missing := gapSeries(t, state, n)
+	if got := missing[series("covmirror_sink_missing_batches", "lake", "refused")]; got != float64(len(badIDs)) {
+		t.Fatalf("lake's refused missing batches exported %v, want %d (series %v)", got, len(badIDs), missing)
+	}
+	assertAlerts(t, missing, "lake", "CovmirrorBatchesRefused")
 
 	// A replay has nothing to write: refused batches are no task.
 	writes := lake.writes()
@@ -128,12 +136,19 @@ func TestRefusedBatchesLeaveThePlan(t *testing.T) {
 	if left := gapsWith(t, state, n); len(left) > 0 {
 		t.Fatalf("after the reopen and the replay the gaps are %v, want none", left)
 	}
+	missing = gapSeries(t, state, n)
+	if got, ok := missing[series("covmirror_sink_missing_batches", "lake", "refused")]; !ok || got != 0 {
+		t.Fatalf("after the reopen and the replay lake's refused missing batches exported %v (exported %v), want 0", got, ok)
+	}
+	assertAlerts(t, missing, "lake")
 }
 
 // TestReplayOfLostBatchesEndsUnrecoverable: lake misses a stretch; raw
 // then loses some of it (deleted from its store). The replay writes what
 // raw holds and records exactly what it lacks as unrecoverable, which
-// leaves the plan: a second replay writes nothing.
+// leaves the plan (a second replay writes nothing) and fires
+// CovmirrorBatchesUnrecoverable; once waived it fires nothing and is still
+// counted as missing, under kind waived.
 func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 38))
@@ -175,6 +190,13 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	if got := committed(t, state)["lake"]; !slices.Equal(got, want) {
 		t.Fatalf("lake's coverage %s, want all but what raw lost, %s", short(got), short(want))
 	}
+	// Alerted: CovmirrorBatchesUnrecoverable reads
+	// covmirror_sink_missing_batches{kind="unrecoverable"} > 0.
+	missing := gapSeries(t, state, n)
+	if got := missing[series("covmirror_sink_missing_batches", "lake", "unrecoverable")]; got != float64(len(lostIDs)) {
+		t.Fatalf("lake's unrecoverable missing batches exported %v, want %d (series %v)", got, len(lostIDs), missing)
+	}
+	assertAlerts(t, missing, "lake", "CovmirrorBatchesUnrecoverable")
 	writes := lake.writes()
 	run(t, replayStream(t, state, raw, n, sinks))
 	if w := lake.writes(); w != writes {
@@ -202,6 +224,18 @@ func TestReplayOfLostBatchesEndsUnrecoverable(t *testing.T) {
 	if got := committed(t, state)["lake"]; !slices.Equal(got, want) {
 		t.Fatalf("after the waiver lake's coverage is %s, want it unchanged, %s", short(got), short(want))
 	}
+	// Waived is not alerted, and still a gap: counted under its own kind.
+	missing = gapSeries(t, state, n)
+	if got, ok := missing[series("covmirror_sink_missing_batches", "lake", "unrecoverable")]; !ok || got != 0 {
+		t.Fatalf("after the waiver lake's unrecoverable missing batches exported %v (exported %v), want 0", got, ok)
+	}
+	if got := missing[series("covmirror_sink_missing_batches", "lake", "waived")]; got != float64(len(lostIDs)) {
+		t.Fatalf("after the waiver lake's waived missing batches exported %v, want %d: a waived batch is still missing", got, len(lostIDs))
+	}
+	if got := missing[series("covmirror_sink_gaps", "lake", "waived")]; got != float64(len(ranges(lostIDs))) {
+		t.Fatalf("after the waiver lake's waived gaps exported %v, want %d", got, len(ranges(lostIDs)))
+	}
+	assertAlerts(t, missing, "lake")
 }
 
 // TestRefusedAfterAttempts: with permanent.attempts 2, a batch that fails
@@ -276,4 +310,24 @@ func appendStates(t *testing.T, state string, events []gapstate.Event) {
 	if err := store.AppendStates(ctx, events); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// statesOn are every gap state of the tier on state.
+func statesOn(t *testing.T, state string) []gapstate.Event {
+	t.Helper()
+	ctx := context.Background()
+	tr, closer, err := tier.Open(ctx, tier.Settings{State: state, Writer: "test"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	store, err := durable.StatesOf(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := store.States(ctx, durable.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }

@@ -8,7 +8,9 @@
 // keyed by their ID, so every tier merges them by union, like coverage: two
 // writers never overwrite each other, and a retried write is harmless.
 // Resolve reads the set: for each batch the latest decision (by At, then ID)
-// holds, and a reopen leaves the batch a plain gap.
+// holds, and a reopen leaves the batch a plain gap. A pod's local tier
+// (package local) keeps events first, as it keeps coverage, and its
+// checkpoint ships them to the durable tier.
 //
 // The invariant this package owns: a state is never coverage. Resolve
 // subtracts the destination's coverage from every state, so coverage always

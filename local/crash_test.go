@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/childproc"
 )
 
@@ -56,7 +57,13 @@ func crashChild(dir, logPath string) error {
 		_, err := fmt.Fprintf(log, format+"\n", args...)
 		return err
 	}
-	for {
+	for n := 0; ; n++ {
+		if r.IntN(60) == 0 {
+			if err := crashStates(s, r, n, say); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.IntN(40) != 0 {
 			d := r.IntN(len(crashDests))
 			start := uint64(r.IntN(5000))
@@ -99,6 +106,30 @@ func crashChild(dir, logPath string) error {
 	}
 }
 
+// crashStates records a gap state, or marks the pending ones shipped,
+// saying so before ("S", "P") and after it returned ("s"). The state's
+// sink is never recorded as coverage.
+func crashStates(s *Store, r *rand.Rand, n int, say func(string, ...any) error) error {
+	if r.IntN(3) == 0 {
+		pending := s.PendingStates()
+		for _, e := range pending {
+			if err := say("P %s", e.ID); err != nil {
+				return err
+			}
+		}
+		return s.MarkStatesShipped(ctx, pending)
+	}
+	e := gapstate.Event{ID: fmt.Sprintf("%x-%d", r.Uint64(), n), Destination: coverage.Destination{Sink: "held", Topic: "orders"},
+		Range: coverage.Range{Start: uint64(n), End: uint64(n) + 1}, State: gapstate.Refused, Reason: "400", By: "child", At: time.Now()}
+	if err := say("S %s", e.ID); err != nil {
+		return err
+	}
+	if err := s.RecordStates(ctx, []gapstate.Event{e}); err != nil {
+		return err
+	}
+	return say("s %s", e.ID)
+}
+
 // crashLog is what the children said they were about to do, read
 // incrementally as the log grows.
 type crashLog struct {
@@ -107,11 +138,14 @@ type crashLog struct {
 	attempted map[coverage.Destination]*coverage.RangeSet
 	begun     map[string][]coverage.DestinationRanges
 	marked    map[coverage.Destination]*coverage.RangeSet // ranges of checkpoints the children marked
+	// states: "S" attempted, "s" recorded (RecordStates returned), "P"
+	// about to be marked shipped.
+	states map[string]string
 }
 
 func newCrashLog(path string) *crashLog {
 	return &crashLog{path: path, attempted: map[coverage.Destination]*coverage.RangeSet{},
-		begun: map[string][]coverage.DestinationRanges{}, marked: map[coverage.Destination]*coverage.RangeSet{}}
+		begun: map[string][]coverage.DestinationRanges{}, marked: map[coverage.Destination]*coverage.RangeSet{}, states: map[string]string{}}
 }
 
 // update reads the lines appended since the last call. A torn last line
@@ -164,6 +198,13 @@ func (l *crashLog) apply(t *testing.T, line string) {
 			t.Fatalf("log line %q: %v", line, err)
 		}
 		l.begun[f[1]] = ranges
+	case "S", "s", "P":
+		if f[0] != "S" && l.states[f[1]] == "" {
+			t.Fatalf("log line %q: a state never attempted", line)
+		}
+		if l.states[f[1]] != "P" {
+			l.states[f[1]] = f[0]
+		}
 	case "M":
 		ranges, ok := l.begun[f[1]]
 		if !ok {
@@ -202,6 +243,16 @@ func TestCrashKilledChildNeverOverClaims(t *testing.T) {
 	if !held {
 		t.Fatalf("the store was empty after each of %d kills: the children never got to record, so nothing was tested", kills)
 	}
+	recorded := 0
+	for _, said := range log.states {
+		if said != "S" {
+			recorded++
+		}
+	}
+	if recorded == 0 {
+		t.Fatalf("over %d kills the children recorded no gap state, so their keeping was not tested", kills)
+	}
+	t.Logf("%d gap states recorded over the kills", recorded)
 }
 
 func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) (held bool) {
@@ -228,6 +279,24 @@ func checkAfterKill(t *testing.T, kill int, dir string, l *crashLog) (held bool)
 		}
 		if over := coverage.Gaps(&st.checkpointed, &st.covered); !over.IsEmpty() {
 			t.Fatalf("kill %d: %s has %v checkpointed but not covered", kill, d, over.String())
+		}
+	}
+	// A state recorded survives the kill (RecordStates syncs); none was
+	// made up, none is shipped that the child did not mark, and none is
+	// coverage.
+	for id, said := range l.states {
+		if st := s.states[id]; st == nil && said != "S" {
+			t.Fatalf("kill %d: gap state %q was recorded (RecordStates returned) and is gone", kill, id)
+		}
+	}
+	for id, st := range s.states {
+		if said := l.states[id]; said == "" || st.Shipped && said != "P" {
+			t.Fatalf("kill %d: gap state %q (shipped %v) that the child said %q of", kill, id, st.Shipped, said)
+		}
+	}
+	for d := range s.dests {
+		if d.Sink == "held" {
+			t.Fatalf("kill %d: the gap states' sink %s has coverage", kill, d)
 		}
 	}
 	return len(s.dests) > 0

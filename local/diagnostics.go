@@ -39,6 +39,9 @@ type Diagnostics struct {
 	// (a flush or compaction it retries).
 	LastBackgroundError string                   `json:"last_background_error,omitempty"`
 	Destinations        []DestinationDiagnostics `json:"destinations"`
+	// States are the gap states kept here, shipped to the durable tier or
+	// pending; never coverage.
+	States []StateDiagnostics `json:"states"`
 }
 
 // DestinationDiagnostics is one destination's part of Diagnostics.
@@ -70,7 +73,7 @@ func (s *Store) Diagnostics(ctx context.Context) (Diagnostics, error) {
 	}
 	now := s.opts.Now().UTC()
 	out := Diagnostics{Dir: s.opts.Dir, Reference: s.opts.Reference, At: now, LastCheckpointID: s.ckpt.lastID,
-		Destinations: []DestinationDiagnostics{}}
+		Destinations: []DestinationDiagnostics{}, States: s.statesLocked()}
 	if !s.ckpt.lastAt.IsZero() {
 		at := s.ckpt.lastAt
 		out.LastCheckpointAt = &at

@@ -112,6 +112,17 @@
 // bookkeeping is committed in one batch with the staged records, so a mark
 // is never persisted without the coverage it marks.
 //
+// # Gap states
+//
+// The store keeps gap states (package gapstate) too, the same way: a set
+// of events by ID (of two copies of one ID, gapstate.First's) under a key
+// kind of their own, so that no state is ever read as coverage, nor
+// counted in Destinations, Covered or a checkpoint's ranges. RecordStates
+// syncs them whatever Options.Sync says. They are pending until the
+// checkpoint (mirror.Mirror) has appended them to the durable tier and read
+// them back there (MarkStatesShipped); shipped ones stay, listed by
+// Diagnostics. Release leaves them: they are keyed by ID, not destination.
+//
 // Ranges past coverage.MaxBatchEnd, which an older build accepted, stay
 // covered but are left out of every checkpoint, so that the durable tier's
 // refusal of them cannot block the checkpoints after: the durable tier lags

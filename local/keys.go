@@ -14,6 +14,7 @@ import (
 //	kindCovered      sink topic partition start         -> end (8 bytes)
 //	kindCheckpointed sink topic partition start         -> end (8 bytes)
 //	kindPendingSince sink topic partition               -> unix nanos (8 bytes)
+//	kindState        event id                           -> gap state JSON (states.go)
 //
 // Strings are encoded order-preserving and prefix-free: 0x00 becomes
 // 0x00 0xFF and the string ends with 0x00 0x01, so "a" < "a\x00" < "ab" and no

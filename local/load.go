@@ -49,6 +49,9 @@ func (s *Store) load() error {
 			return err
 		}
 	}
+	if err := s.scan([]byte{kindState}, []byte{kindState + 1}, s.loadState); err != nil {
+		return err
+	}
 	for d, st := range s.dests {
 		pending := coverage.Gaps(&st.covered, &st.checkpointed)
 		pending = s.checkpointable(d, pending)

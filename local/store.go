@@ -45,7 +45,10 @@ type Store struct {
 	mergeBuf []coverage.Range
 	freshBuf []coverage.Range
 	ckpt     checkpointState
-	closed   bool
+	// states are the gap states kept here (states.go), by event ID: never
+	// coverage. Changed only after their Pebble commit succeeded.
+	states map[string]*storedState
+	closed bool
 	// closeDone is closed when the first Close has ended, which returned
 	// closeErr.
 	closeDone chan struct{}
@@ -115,6 +118,7 @@ func open(opts Options) (*Store, error) {
 		health: h,
 		wal:    &walSync{always: opts.Sync},
 		dests:  make(map[coverage.Destination]*destState),
+		states: make(map[string]*storedState),
 		w:      uncommitted{ops: make(map[string][]byte)},
 	}
 	s.w.idle = sync.NewCond(&s.mu)

@@ -122,6 +122,8 @@ type Mirror struct {
 	conflicts conflictWatch     // the durable tier's commit conflicts per checkpoint
 
 	positions positionBuffer // newest position per (source, partition), saved by Sync
+
+	statesTurn chan struct{} // holds a token while gap states are shipped (states.go)
 }
 
 var _ coverage.Store = (*Mirror)(nil)
@@ -132,7 +134,7 @@ func New(opts Options) (*Mirror, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Mirror{opts: opts, syncTurn: make(chan struct{}, 1)}, nil
+	return &Mirror{opts: opts, syncTurn: make(chan struct{}, 1), statesTurn: make(chan struct{}, 1)}, nil
 }
 
 // Record records r for d in the local tier. Call it only after the sink's
@@ -181,6 +183,10 @@ func (m *Mirror) Destinations(ctx context.Context) ([]coverage.Destination, erro
 // checkpointed with it; a failed save keeps them buffered for the next Sync.
 // A position store in the durable tier's own database (package postgres)
 // saves them in the checkpoint's own transaction instead.
+//
+// Gap states the local tier keeps and the durable tier does not hold yet
+// (RecordStates) are appended to it too, and marked shipped only once a
+// read of the durable tier shows them.
 func (m *Mirror) Sync(ctx context.Context) error {
 	_, err := m.Checkpoint(ctx)
 	return err
@@ -198,6 +204,9 @@ type CheckpointSummary struct {
 	Destinations int `json:"destinations"`
 	// Positions is the number of buffered source positions saved.
 	Positions int `json:"positions"`
+	// States is the number of gap states the local tier kept that were
+	// appended to the durable tier (and read back there).
+	States int `json:"states,omitempty"`
 	// Duration is how long the checkpoint took.
 	Duration time.Duration `json:"duration_ns"`
 	// Joined says this call committed nothing of its own: it arrived while
@@ -245,6 +254,17 @@ func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 			m.stats.reached()
 		}
 	}
+	// Gap states ship whatever became of the coverage: they are no
+	// coverage, and a durable tier refusing this checkpoint may take them.
+	shipped, shipErr := m.shipStates(ctx)
+	sum.States = shipped
+	if errors.Is(shipErr, durable.ErrNoStates) {
+		// Kept by an earlier run over another tier: they wait here, and
+		// the coverage checkpoints must not stall on them.
+		m.opts.Logger.Warn("the local tier holds gap states this durable tier cannot keep; they stay pending", "durable", m.opts.Durable.Name(), "err", shipErr)
+		shipErr = nil
+	}
+	err = errors.Join(err, shipErr)
 	m.stats.observe(start, err)
 	sum.Duration = time.Since(start)
 	m.noteConflicts(conflictsBefore, sum, err)

@@ -24,7 +24,9 @@ type Options struct {
 	// Required.
 	Local *local.Store
 	// Durable is the durable tier: GET /v1/gaps and the raw coverage
-	// positions are resolved against. Required.
+	// positions are resolved against. Required. It must be the Mirror's
+	// Options.Durable: POST /v1/states records through the Mirror, whose
+	// checkpoints ship the states there.
 	Durable durable.Tier
 	// Positions is the durable position store GET /v1/positions reads.
 	// Zero value: none; then no source may be declared stored.

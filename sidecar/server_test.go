@@ -59,15 +59,18 @@ func newPod(t testing.TB, tweak func(*Options)) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mirror.New(mirror.Options{Local: l, Durable: table, Writer: "pod-a", Interval: time.Hour, Positions: pos})
+	opts := Options{Local: l, Durable: table, Positions: pos, Sources: testSources}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	// The Mirror checkpoints into the tier the server reads, as a pod's
+	// does: a wrapper a tweak put there included.
+	m, err := mirror.New(mirror.Options{Local: l, Durable: opts.Durable, Writer: "pod-a", Interval: time.Hour, Positions: pos})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	opts := Options{Mirror: m, Local: l, Durable: table, Positions: pos, Sources: testSources}
-	if tweak != nil {
-		tweak(&opts)
-	}
+	opts.Mirror = m
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,10 @@ type statesAnswer struct {
 
 // states is POST /v1/states: gap states a pipeline decided (a sink refused
 // batches for ever, raw lost them) or an operator's reopen, written to the
-// durable tier's StateStore before the answer: a 200 means durable. Waivers
+// local tier (synced) before the answer and on to the durable tier's
+// StateStore at once when it answers, else by the next checkpoint
+// (mirror.Mirror.RecordStates): a 200 means durable on the pod's disk,
+// so a durable tier that is down does not fail the request. Waivers
 // are an operator's act with a name and go through `covmirror waive`.
 // Nothing here touches coverage.
 func (s *Server) states(w http.ResponseWriter, r *http.Request) {
@@ -58,13 +61,12 @@ func (s *Server) states(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, code, apiError{Error: err.Error() + "; nothing was recorded", Rule: rule})
 		return
 	}
-	store, err := durable.StatesOf(s.opts.Durable)
-	if err != nil {
-		s.fail(w, r, http.StatusNotImplemented, apiError{Error: err.Error(), Rule: "no-states"})
-		return
-	}
-	if err := store.AppendStates(r.Context(), events); err != nil {
-		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: fmt.Sprintf("recording %d gap states in the durable tier: %v; they may or may not be recorded: retry with the same ids", len(events), err), Rule: "durable"})
+	if err := s.opts.Mirror.RecordStates(r.Context(), events); err != nil {
+		if errors.Is(err, durable.ErrNoStates) {
+			s.fail(w, r, http.StatusNotImplemented, apiError{Error: err.Error(), Rule: "no-states"})
+			return
+		}
+		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: fmt.Sprintf("recording %d gap states in the local tier: %v; they may or may not be recorded: retry with the same ids", len(events), err), Rule: "durable"})
 		return
 	}
 	s.opts.Logger.Info("gap states recorded", "count", len(events), "first", fmt.Sprintf("%q %v %s", events[0].Destination.String(), events[0].Range, events[0].State))

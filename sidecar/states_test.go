@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,8 +51,8 @@ func TestStatesRecorded(t *testing.T) {
 			t.Errorf("event %+v: want by pod-a, a time and an ID", e)
 		}
 	}
-	if events[1].ID != "retry-1" {
-		t.Errorf("the client's ID was not kept: %+v", events[1])
+	if !slices.ContainsFunc(events, func(e gapstate.Event) bool { return e.ID == "retry-1" && e.Sink == "raw" }) {
+		t.Errorf("the client's ID was not kept: %+v", events)
 	}
 	// The same ID again (a retry) adds nothing.
 	if a := p.do(t, "POST", "/v1/states", "", stateBody(`{"id":"retry-1","sink":"raw","topic":"orders","partition":0,"start":30,"end":31,"state":"unrecoverable","reason":"expired"}`)); a.code != 200 {
@@ -196,14 +197,36 @@ func TestStatesTierFails(t *testing.T) {
 	if a := p.do(t, "POST", "/v1/states", "", stateBody(refusedEntry)); a.code != http.StatusNotImplemented || a.body["rule"] != "no-states" {
 		t.Errorf("a tier without states: %d %s, want 501 no-states", a.code, a.raw)
 	}
+	// A durable tier that lost its answer, or that is down: the states are
+	// durable in the local tier (200), pending there until a checkpoint
+	// ships them, once each.
 	p, store := statesPod(t)
 	store.LoseAnswers(1)
-	a := p.do(t, "POST", "/v1/states", "", stateBody(refusedEntry))
-	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.raw, "same ids") {
-		t.Errorf("a store that lost its answer: %d %s, want 503 saying to retry with the same ids", a.code, a.raw)
+	if a := p.do(t, "POST", "/v1/states", "", stateBody(refusedEntry)); a.code != http.StatusOK {
+		t.Errorf("a store that lost its answer: %d %s, want 200 (durable in the local tier)", a.code, a.raw)
 	}
-	if _, err := durable.StatesOf(p.srv.opts.Durable); err != nil {
+	store.SetDown(true)
+	if a := p.do(t, "POST", "/v1/states", "", stateBody(`{"sink":"lake","topic":"orders","partition":0,"start":12,"end":14,"state":"refused","reason":"422"}`)); a.code != http.StatusOK {
+		t.Errorf("a store that is down: %d %s, want 200 (durable in the local tier)", a.code, a.raw)
+	}
+	if n := len(store.Events()); n != 1 {
+		t.Fatalf("the store holds %d events while down, want the one whose answer was lost", n)
+	}
+	if pending := p.local.PendingStates(); len(pending) != 2 {
+		t.Fatalf("the local tier holds %d pending states, want both: %+v", len(pending), pending)
+	}
+	if err := p.mirror.Sync(ctx); err == nil {
+		t.Fatalf("a checkpoint while the store is down returned nil, want the states' failure")
+	}
+	store.SetDown(false)
+	if err := p.mirror.Sync(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if n, pending := len(store.Events()), p.local.PendingStates(); n != 2 || len(pending) != 0 {
+		t.Fatalf("after the store healed and a checkpoint: %d events held, %d pending locally; want 2 and 0", n, len(pending))
+	}
+	if got := localState(t, p.local); len(got) != 0 {
+		t.Errorf("recording states recorded coverage: %v", got)
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/local"
 )
@@ -164,5 +166,35 @@ func TestInspectURLToken(t *testing.T) {
 	out, errOut, code := runLite("inspect", "--url", srv.URL, "--token-file", loose)
 	if code != 2 || !strings.Contains(errOut, "chmod 600") || strings.Contains(out+errOut, tok) {
 		t.Fatalf("inspect --url with a token file others can read: exit %d, %q %q; want 2, a chmod hint and no token", code, out, errOut)
+	}
+}
+
+// TestInspectListsStates: gap states the local tier keeps are listed by
+// inspect, as text and JSON, pending until shipped, and are no coverage.
+func TestInspectListsStates(t *testing.T) {
+	state := t.TempDir()
+	s, err := local.Open(local.Options{Dir: lite.LocalDir(state)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := gapstate.Event{ID: "ev-1", Destination: coverage.Destination{Sink: "lake", Topic: "orders", Partition: 3},
+		Range: coverage.Range{Start: 5, End: 9}, State: gapstate.Refused, Reason: "400: bad row", By: "pod-a", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if err := s.RecordStates(context.Background(), []gapstate.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLite("--state", state, "inspect")
+	if code != 0 || !strings.Contains(out, `state refused lake/orders/3 [5,9) by "pod-a" at 2026-01-02T03:04:05Z (pending): "400: bad row"`) || !strings.Contains(out, "0 destinations") {
+		t.Fatalf("inspect: exit %d, %q %q; want the refused state listed, pending, and no destination", code, out, errOut)
+	}
+	out, errOut, code = runLite("--state", state, "inspect", "--json")
+	var diag local.Diagnostics
+	if err := json.Unmarshal([]byte(out), &diag); code != 0 || err != nil {
+		t.Fatalf("inspect --json: exit %d, %v: %q %q", code, err, out, errOut)
+	}
+	if len(diag.States) != 1 || diag.States[0].ID != "ev-1" || diag.States[0].Shipped || len(diag.Destinations) != 0 {
+		t.Fatalf("inspect --json: states %+v, destinations %+v; want ev-1 pending and no destination", diag.States, diag.Destinations)
 	}
 }

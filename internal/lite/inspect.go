@@ -56,6 +56,15 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 	for _, d := range diag.Destinations {
 		fmt.Fprintf(sh.Stdout, "  %s: covered %v, gaps vs %q %v, pending %v\n", d.Destination, d.Covered, diag.Reference, d.Gaps, d.Pending)
 	}
+	// Gap states are decisions, never coverage: listed apart, the reason
+	// and who quoted (a pipeline's or an operator's text).
+	for _, st := range diag.States {
+		shipped := "pending"
+		if st.Shipped {
+			shipped = "shipped"
+		}
+		fmt.Fprintf(sh.Stdout, "  state %s %s %v by %q at %s (%s): %q\n", st.State, st.Destination, st.Range, st.By, st.At.UTC().Format(time.RFC3339), shipped, st.Reason)
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ type Store struct {
 	byID  map[string]gapstate.Event
 	order []string
 	lose  int
+	down  bool
 }
 
 // New returns an empty Store.
@@ -37,6 +38,17 @@ func (s *Store) LoseAnswers(n int) {
 	s.mu.Unlock()
 }
 
+// ErrDown is what every append returns while SetDown(true) holds.
+var ErrDown = errors.New("memstates: the store is unreachable (injected)")
+
+// SetDown makes every append fail with ErrDown, applying nothing, until
+// SetDown(false): a durable tier that cannot be reached.
+func (s *Store) SetDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
 // AppendStates implements durable.StateStore.
 func (s *Store) AppendStates(_ context.Context, events []gapstate.Event) error {
 	if err := durable.ValidateStates(events); err != nil {
@@ -44,6 +56,9 @@ func (s *Store) AppendStates(_ context.Context, events []gapstate.Event) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.down {
+		return ErrDown
+	}
 	for _, e := range events {
 		if _, ok := s.byID[e.ID]; !ok {
 			s.byID[e.ID] = e

@@ -54,14 +54,17 @@ func startPod(t testing.TB, wrap func(http.Handler) http.Handler, tweak func(*si
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := mirror.New(mirror.Options{Local: l, Durable: table, Writer: "pod-a", Interval: time.Hour, Positions: pos})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := sidecar.Options{Mirror: m, Local: l, Durable: table, Positions: pos, Sources: testSources, Token: testToken}
+	opts := sidecar.Options{Local: l, Durable: table, Positions: pos, Sources: testSources, Token: testToken}
 	if tweak != nil {
 		tweak(&opts)
 	}
+	// The Mirror checkpoints into the tier the server reads, as a pod's
+	// does: a wrapper a tweak put there included.
+	m, err := mirror.New(mirror.Options{Local: l, Durable: opts.Durable, Writer: "pod-a", Interval: time.Hour, Positions: pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Mirror = m
 	srv, err := sidecar.New(opts)
 	if err != nil {
 		t.Fatal(err)

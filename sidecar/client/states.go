@@ -32,8 +32,9 @@ type wireState struct {
 	Reason    string         `json:"reason"`
 }
 
-// RecordStates records gap states in the pod's durable tier (POST
-// /v1/states): all or nothing, durable once it returns nil. Each entry gets
+// RecordStates records gap states through the pod (POST /v1/states): all
+// or nothing, durable once it returns nil (on the pod's disk, and in the
+// durable tier by its next checkpoint at the latest). Each entry gets
 // an event ID here, so a retry after a lost answer records each once. It
 // never records coverage: a refused range stays a gap, out of the replay
 // plan until reopened or covered. It returns the events as recorded.
