@@ -34,7 +34,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	opts.Logger, opts.Partition = g.logger, partition.p
+	opts.Logger, opts.Partition = g.logger, partition.P
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
 	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
 		err = errors.New("reconcile: --every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
@@ -110,49 +109,9 @@ func addProp(props map[string]string, kv string) error {
 	return nil
 }
 
-// addStart reads one stream start, TOPIC=N.
-func addStart(starts map[string]string, kv string) error {
-	topic, n, ok := strings.Cut(kv, "=")
-	if !ok {
-		return fmt.Errorf("stream start %q is not TOPIC=N", kv)
-	}
-	// The topic is its exact bytes: " orders" is another topic.
-	n = strings.TrimSpace(n)
-	if _, err := coverage.ParseStart(topic, n); err != nil {
-		return err
-	}
-	if _, dup := starts[topic]; dup {
-		return fmt.Errorf("stream start of %q is given twice: give each topic one", topic)
-	}
-	starts[topic] = n
-	return nil
-}
-
-func addSource(sources map[string]string, kv string) error {
-	name, regime, ok := strings.Cut(kv, "=") // the name is its exact bytes
-	if !ok || name == "" {
-		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
-	}
-	if _, err := coverage.ParseRegime(regime); err != nil {
-		return fmt.Errorf("source %q: %w", name, err)
-	}
-	if _, dup := sources[name]; dup {
-		return fmt.Errorf("source %q is declared twice", name)
-	}
-	sources[name] = strings.TrimSpace(regime)
-	return nil
-}
-
-// parseSinks reads sink names, comma-separated, each valid
-// (recovery.PlanOptions.Sinks).
-func parseSinks(v string) ([]string, error) {
-	var sinks []string
-	for _, name := range strings.Split(v, ",") {
-		d := coverage.Destination{Sink: name, Topic: "t"} // exact bytes: " lake" is its own sink
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
-		}
-		sinks = append(sinks, d.Sink)
-	}
-	return sinks, nil
-}
+// The settings' entries, read by package lite.
+var (
+	addStart   = lite.AddStart
+	addSource  = lite.AddSource
+	parseSinks = lite.ParseSinks
+)
