@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/gapstate"
@@ -168,7 +166,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nglobal flags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error.")
+	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error,\n3 gaps found (gaps, plan and query gaps with --exit-code).")
 }
 
 // shell is the command line as the commands shared with covmirror-lite
@@ -189,24 +187,5 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return lite.ParseFlags(fs, args, "covmirror", table)
 }
 
-// partitionFlag is an optional partition: a non-negative 32-bit integer,
-// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
-// -7 as "every partition").
-type partitionFlag struct{ p *int32 }
-
-func (f *partitionFlag) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return strconv.Itoa(int(*f.p))
-}
-
-func (f *partitionFlag) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-	if err != nil || n < 0 {
-		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
-	}
-	p := int32(n)
-	f.p = &p
-	return nil
-}
+// partitionFlag is an optional partition, checked when parsed.
+type partitionFlag = lite.PartitionFlag
