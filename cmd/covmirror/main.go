@@ -6,11 +6,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/covmirror/covmirror/internal/lite"
 )
 
 func main() {
@@ -18,7 +19,7 @@ func main() {
 	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, errHelp) {
+		if !lite.Quiet(err) {
 			fmt.Fprintln(os.Stderr, "covmirror:", err)
 		}
 		os.Exit(exitCode(err))

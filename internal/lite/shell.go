@@ -26,7 +26,8 @@ var ErrHelp = errors.New("help requested")
 var ErrVersionShown = fmt.Errorf("version shown: %w", ErrHelp)
 
 // ExitCode is the exit status of a command's error as far as this
-// package knows: 0 for none or --help, 2 for a usage error, else 1.
+// package knows: 0 for none or --help, 2 for a usage error, ExitGaps for
+// ErrGapsFound, else 1.
 func ExitCode(err error) int {
 	var u UsageError
 	switch {
@@ -34,6 +35,8 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, &u):
 		return 2
+	case errors.Is(err, ErrGapsFound):
+		return ExitGaps
 	}
 	return 1
 }
