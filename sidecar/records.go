@@ -193,7 +193,7 @@ func decodeRecord(raw json.RawMessage) (coverage.Entry, *entryError) {
 	if end > coverage.MaxBatchEnd {
 		return coverage.Entry{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
 	}
-	if verr := coverage.ValidateRecord(rec.Destination, rec.Range); verr != nil {
+	if verr := coverage.ValidateNew(rec.Destination, rec.Range); verr != nil {
 		rule := "invalid-range"
 		if errors.Is(verr, coverage.ErrInvalidDestination) {
 			rule = "invalid-destination"
