@@ -28,7 +28,7 @@ var errHelp = lite.ErrHelp
 
 func exitCode(err error) int {
 	var se *tier.SettingsError
-	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, reconcile.ErrNoChecker) {
+	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, sidecar.ErrListenAddr) || errors.Is(err, reconcile.ErrNoChecker) {
 		return 2
 	}
 	return lite.ExitCode(err)
