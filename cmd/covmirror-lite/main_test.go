@@ -166,3 +166,18 @@ func TestInspectURLToken(t *testing.T) {
 		t.Fatalf("inspect --url with a token file others can read: exit %d, %q %q; want 2, a chmod hint and no token", code, out, errOut)
 	}
 }
+
+// TestGlobalFlagsAfterTheCommand: record --state DIR records under DIR, as
+// --state DIR record does, and a control character in a name is refused.
+func TestGlobalFlagsAfterTheCommand(t *testing.T) {
+	state := t.TempDir()
+	if out, errOut, code := runLite("record", "--sink", "lake", "--topic", "orders", "--range", "1:3", "--state", state); code != 0 || !strings.HasPrefix(out, "recorded") {
+		t.Fatalf("record --state DIR: exit %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runLite("--state", state, "inspect", "--json"); code != 0 || !strings.Contains(out, `"orders"`) {
+		t.Fatalf("inspect: exit %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runLite("record", "--sink", "lake", "--topic", "o\nx", "--range", "1:3", "--state", state); code != 2 || !strings.Contains(errOut, "control character") {
+		t.Fatalf("record of a control-character topic: exit %d %q", code, errOut)
+	}
+}

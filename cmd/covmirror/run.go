@@ -146,11 +146,15 @@ func run(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 	}
-	return cmd.run(ctx, g, fs.Args()[1:])
+	err = cmd.run(ctx, g, fs.Args()[1:])
+	if moved, ok := lite.MoveGlobals(args, fs.NArg(), err); ok {
+		return run(ctx, g, moved) // covmirror gaps --state DIR: as covmirror --state DIR gaps
+	}
+	return err
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags]")
+	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags] (global flags may follow COMMAND too)")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for name := range commands {

@@ -92,6 +92,11 @@ func Parse(fs *flag.FlagSet, args []string, prog string, table []settings.Settin
 // --help prints the usage, and a mistake is returned once, with a pointer
 // to --help.
 func ParseFlags(fs *flag.FlagSet, args []string, prog string, table []settings.Setting) error {
+	if fs.Name() != prog {
+		if found := globalFlags(fs, args, table); len(found) > 0 {
+			return &GlobalsAfterCommand{Flags: found}
+		}
+	}
 	err := settings.Parse(fs, args, func(name string) bool { return settings.Repeatable(table, name) })
 	switch {
 	case err == nil:
