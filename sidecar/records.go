@@ -47,7 +47,7 @@ func (e *entryError) Error() string {
 // line) when ndjson is set, and validates every entry: exact field names
 // (sink, topic, partition, start, end, all required), a partition from 0 to
 // 2147483647, start and end unsigned 64-bit integers with end at most
-// coverage.MaxBatchEnd, and coverage.ValidateRecord. The first invalid
+// coverage.MaxBatchEnd, and coverage.ValidateNew (the write surfaces' name rule). The first invalid
 // entry fails the whole body: all or nothing.
 //
 // The body is read whole first, so that a body cut short or timed out is
