@@ -53,7 +53,7 @@ func (o *output) key(m *service.Message) (batchKey, error) {
 	if k.id, err = parseUint("batch_id", vals[3], coverage.MaxBatchEnd-1); err != nil {
 		return k, err
 	}
-	if err := coverage.ValidateRecord(k.d, coverage.Range{Start: k.id, End: k.id + 1}); err != nil {
+	if err := coverage.ValidateNew(k.d, coverage.Range{Start: k.id, End: k.id + 1}); err != nil {
 		return k, fmt.Errorf("the message's sink %q, topic %q: %w", k.d.Sink, k.d.Topic, err)
 	}
 	return k, nil

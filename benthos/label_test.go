@@ -46,3 +46,39 @@ func TestAMessagesSinkIsBoundedInLabelsAndQuotedInLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestAMessageNamingAControlCharacterIsRefused: a message's sink or topic
+// passes coverage.ValidName, as every write surface's does: one holding a
+// line break, DEL or a C1 control is refused (never recorded), its name
+// quoted in the error; a plain one is its key.
+func TestAMessageNamingAControlCharacterIsRefused(t *testing.T) {
+	interp := func(s string) *service.InterpolatedString {
+		is, err := service.NewInterpolatedString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	o := &output{sink: interp(`${! meta("sink") }`), topic: interp(`${! meta("topic") }`), partition: interp("0"), batchID: interp("7")}
+	for _, c := range []struct {
+		sink, topic string
+		ok          bool
+	}{
+		{"lake", "t\nforged/orders/0 [0,1) claimed but absent: 1 batches", false},
+		{"lake", "orders\x7f", false},
+		{"lake\u0085", "orders", false},
+		{"lake", "ordres é", true},
+	} {
+		m := service.NewMessage([]byte("{}"))
+		m.MetaSet("sink", c.sink)
+		m.MetaSet("topic", c.topic)
+		k, err := o.key(m)
+		if (err == nil) != c.ok {
+			t.Errorf("sink %q, topic %q: %v; want ok %v", c.sink, c.topic, err, c.ok)
+		} else if err != nil && strings.ContainsAny(err.Error(), "\n\x7f\u0085") {
+			t.Errorf("the error prints the name raw: %q", err)
+		} else if err == nil && (k.d.Sink != c.sink || k.d.Topic != c.topic) {
+			t.Errorf("key %+v, want sink %q topic %q", k, c.sink, c.topic)
+		}
+	}
+}

@@ -25,7 +25,15 @@ func NewDecision(d coverage.Destination, r coverage.Range, st State, reason, by 
 	if strings.TrimSpace(reason) == "" {
 		return Event{}, fmt.Errorf("%w: a reason is required: say why, for whoever reads this decision later", ErrInvalidEvent)
 	}
-	return e, e.Validate()
+	if err := e.Validate(); err != nil {
+		return Event{}, err
+	}
+	// A new decision names its destination as every write surface must
+	// (coverage.ValidName); Validate, which reading applies, is weaker.
+	if err := coverage.ValidateNew(d, r); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	return e, nil
 }
 
 // DefaultBy is $USER@hostname: who decides, when a command is not told.

@@ -122,7 +122,11 @@ func (p *Pod) startMetricsListener(store *local.Store) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.MetricsAddr)
+	addr, err := sidecar.ListenAddr(o.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("pod: --metrics-listen: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("pod: the metrics listener on %s: %w: give --metrics-listen another address, or an empty one for none", o.MetricsAddr, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // WriteJSON prints the rows as a JSON array of objects whose keys keep the
@@ -63,7 +64,7 @@ func (r *Result) WriteTable(w io.Writer, indent string) error {
 		tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(r.Columns, "\t"))
 		for _, row := range r.Rows {
-			fmt.Fprintln(tw, strings.Join(cells(row), "\t"))
+			fmt.Fprintln(tw, strings.Join(shown(cells(row)), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -72,6 +73,18 @@ func (r *Result) WriteTable(w io.Writer, indent string) error {
 	text := strings.TrimSuffix(buf.String(), "\n")
 	_, err := io.WriteString(w, indent+strings.ReplaceAll(text, "\n", "\n"+indent)+"\n")
 	return err
+}
+
+// shown quotes (strconv.Quote) a cell holding a character that does not
+// print as itself: a name's line break would forge a row, its escape act
+// on the terminal (CSV and JSON carry every byte as it is).
+func shown(cells []string) []string {
+	for i, c := range cells {
+		if strings.IndexFunc(c, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) >= 0 {
+			cells[i] = strconv.Quote(c)
+		}
+	}
+	return cells
 }
 
 // cells formats a row's values as text.

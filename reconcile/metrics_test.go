@@ -149,11 +149,3 @@ func scrape(t *testing.T, h http.Handler, token string) string {
 	}
 	return body
 }
-
-func TestMetricsAddrBindsAPortAloneToLoopback(t *testing.T) {
-	for in, want := range map[string]string{"9465": "127.0.0.1:9465", ":9465": "127.0.0.1:9465", "0.0.0.0:9465": "0.0.0.0:9465", "[::1]:1": "[::1]:1"} {
-		if got := reconcile.MetricsAddr(in); got != want {
-			t.Errorf("MetricsAddr(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

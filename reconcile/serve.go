@@ -80,16 +80,3 @@ func loopbackName(hostport string) bool {
 	host = strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ".")
 	return host == "localhost" || net.ParseIP(host) != nil
 }
-
-// MetricsAddr is addr with a port alone (9465 or :9465) bound to loopback,
-// where Go would listen on every interface: a scrape endpoint is reached
-// from another host only when the address says so.
-func MetricsAddr(addr string) string {
-	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
-		return net.JoinHostPort("127.0.0.1", addr)
-	}
-	return addr
-}

@@ -61,7 +61,7 @@
 //     check this; it is the caller's promise.
 //   - A record request is all or nothing with respect to validation: every
 //     entry is decoded and validated (exact field names, types, partition
-//     range, uint64 batch ids, coverage.ValidateRecord, MaxBatchEnd) before
+//     range, uint64 batch ids, coverage.ValidateNew: no control character in a name, MaxBatchEnd) before
 //     the first is recorded; an invalid entry fails the whole request with
 //     400 naming the entry and the rule, and nothing is recorded. A local
 //     tier that fails midway is reported with how many entries were recorded

@@ -142,7 +142,7 @@ func (p *fastParser) entry(out *[]coverage.Entry) bool {
 	if len(*out) == 0 || prev.Topic != string(topic) {
 		e.Destination.Topic = string(topic)
 	}
-	if coverage.ValidateRecord(e.Destination, e.Range) != nil {
+	if coverage.ValidateNew(e.Destination, e.Range) != nil {
 		return false
 	}
 	*out = append(*out, e)

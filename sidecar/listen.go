@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,12 +19,49 @@ import (
 // for an API without a token.
 var ErrNotLoopback = errors.New("sidecar: address is not loopback")
 
-// ListenTCP listens on addr. An address reachable from other hosts (not
+// ErrListenAddr: a listening flag's value is not PORT, :PORT or
+// HOST:PORT (ListenAddr).
+var ErrListenAddr = errors.New("invalid listen address")
+
+// ListenAddr is the one reading of every listening flag's value (serve
+// --addr and --metrics-listen, reconcile --metrics-addr): PORT alone is
+// that port on loopback (127.0.0.1), :PORT every interface (as Go and
+// most servers read it), HOST:PORT that host; the port is 0 to 65535.
+// Anything else is ErrListenAddr saying which forms there are.
+func ListenAddr(s string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("%w %q: %s: give PORT (loopback, e.g. 9470), :PORT (every interface) or HOST:PORT (e.g. 127.0.0.1:9470, [::1]:9470)", ErrListenAddr, s, why)
+	}
+	if s == "" {
+		return bad("empty")
+	}
+	if strings.Trim(s, "0123456789") == "" {
+		s = net.JoinHostPort("127.0.0.1", s)
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return bad("not host:port")
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || strings.Trim(port, "0123456789") != "" {
+		return bad(fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+	}
+	if strings.ContainsAny(host, " \t/") {
+		return bad(fmt.Sprintf("host %q is not a host name or IP address", host))
+	}
+	return net.JoinHostPort(host, strconv.FormatUint(n, 10)), nil
+}
+
+// ListenTCP listens on addr (ListenAddr's forms). An address reachable from other hosts (not
 // loopback, or a wildcard such as :9464 or 0.0.0.0) is refused with
 // ErrNotLoopback unless authenticated says the Server has an
 // Options.Token: without one, anyone who reaches the address could record
 // coverage.
 func ListenTCP(addr string, authenticated bool, logger *slog.Logger) (net.Listener, error) {
+	addr, err := ListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: listen on %s: %w", addr, err)

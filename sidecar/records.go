@@ -47,7 +47,7 @@ func (e *entryError) Error() string {
 // line) when ndjson is set, and validates every entry: exact field names
 // (sink, topic, partition, start, end, all required), a partition from 0 to
 // 2147483647, start and end unsigned 64-bit integers with end at most
-// coverage.MaxBatchEnd, and coverage.ValidateRecord. The first invalid
+// coverage.MaxBatchEnd, and coverage.ValidateNew (the write surfaces' name rule). The first invalid
 // entry fails the whole body: all or nothing.
 //
 // The body is read whole first, so that a body cut short or timed out is
@@ -193,7 +193,7 @@ func decodeRecord(raw json.RawMessage) (coverage.Entry, *entryError) {
 	if end > coverage.MaxBatchEnd {
 		return coverage.Entry{}, &entryError{rule: "max-batch-end", err: fmt.Errorf("end %d is past %d, the largest batch end the durable tier stores", end, uint64(coverage.MaxBatchEnd))}
 	}
-	if verr := coverage.ValidateRecord(rec.Destination, rec.Range); verr != nil {
+	if verr := coverage.ValidateNew(rec.Destination, rec.Range); verr != nil {
 		rule := "invalid-range"
 		if errors.Is(verr, coverage.ErrInvalidDestination) {
 			rule = "invalid-destination"

@@ -292,7 +292,9 @@ func TestRecordsBodies(t *testing.T) {
 
 // TestHostileNames records names that are paths, quotes, escapes and the
 // longest allowed, and reads them back exactly from the local tier and,
-// after a checkpoint, from the gaps.
+// after a checkpoint, from the gaps. A name with a control character is
+// refused (coverage.ValidName), and one already in the store, from before
+// that rule, still checkpoints and reads back.
 func TestHostileNames(t *testing.T) {
 	p := newPod(t, nil)
 	names := []string{"../../etc/passwd", `a"b\c`, "sp ace/slash", "%2F%00", "ümlaut-日本", "'; DROP TABLE coverage; --", strings.Repeat("n", coverage.MaxNameLen)}
@@ -301,10 +303,33 @@ func TestHostileNames(t *testing.T) {
 		entries = append(entries, entry{Sink: "raw", Topic: n, Partition: int32(i), Start: 0, End: 10})
 		entries = append(entries, entry{Sink: n, Topic: n, Partition: int32(i), Start: 0, End: 5})
 	}
-	entries = append(entries, entry{Sink: "raw", Topic: "ctl\u0001\u007f", Partition: 0, Start: 0, End: 1}) // topics may hold any UTF-8
+	const ctl = "ctl\u0001\u007f"
+	for _, bad := range []entry{{Sink: "raw", Topic: ctl, End: 1}, {Sink: "raw", Topic: "t\nforged/orders/0 [0,1) missing 1 batches", End: 1}, {Sink: "la\u0085ke", Topic: "t", End: 1}} {
+		for _, ct := range []string{"application/json", "application/x-ndjson"} {
+			body := marshal(t, append(slices.Clone(entries), bad))
+			if ct == "application/x-ndjson" {
+				var lines []byte
+				for _, e := range append(slices.Clone(entries), bad) {
+					lines = append(append(lines, marshal(t, e)...), '\n')
+				}
+				body = lines
+			}
+			if a := p.do(t, "POST", "/v1/records", ct, body); a.code != 400 || a.body["rule"] != "invalid-destination" || strings.ContainsAny(strings.TrimSpace(a.raw), "\x01\x7f\n\u0085") {
+				t.Fatalf("record %q over %s: %d %s; want 400 invalid-destination, the name quoted", bad.Topic, ct, a.code, a.raw)
+			}
+		}
+	}
+	if got := localState(t, p.local); len(got) != 0 {
+		t.Fatalf("a refused batch recorded %v", got)
+	}
 	if a := p.do(t, "POST", "/v1/records", "application/json", marshal(t, entries)); a.code != 200 {
 		t.Fatalf("record: %d %s", a.code, a.raw)
 	}
+	old := entry{Sink: "raw", Topic: ctl, Partition: 0, Start: 0, End: 1} // in the local tier from before the rule
+	if err := p.local.Record(context.Background(), coverage.Destination{Sink: old.Sink, Topic: old.Topic}, coverage.Range{Start: 0, End: 1}); err != nil {
+		t.Fatal(err)
+	}
+	entries = append(entries, old)
 	sameState(t, localState(t, p.local), model(t, entries))
 	if a := p.do(t, "POST", "/v1/checkpoint", "", nil); a.code != 200 || a.body["batches"] != float64(10*len(names)+5*len(names)+1) {
 		t.Fatalf("checkpoint: %d %s", a.code, a.raw)

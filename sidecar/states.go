@@ -109,7 +109,11 @@ func (s *Server) decodeStates(body io.Reader, now time.Time) ([]gapstate.Event, 
 			Range: coverage.Range{Start: *e.Start, End: *e.End}, State: e.State, Reason: e.Reason,
 			By: s.opts.Mirror.Writer(), At: at,
 		}
-		if err := ev.Validate(); err != nil {
+		err := ev.Validate()
+		if err == nil {
+			err = coverage.ValidateNew(ev.Destination, ev.Range) // the write surfaces' name rule
+		}
+		if err != nil {
 			return nil, fmt.Errorf("state %d: %w", i, err)
 		}
 		events = append(events, ev)

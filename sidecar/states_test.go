@@ -232,3 +232,21 @@ func TestStatesTierFails(t *testing.T) {
 
 // noStates is a durable tier that keeps no gap states.
 type noStates struct{ durable.Tier }
+
+// A state naming a destination with a control character is refused as a
+// record is (coverage.ValidName), the name quoted, nothing recorded.
+func TestStatesRefuseControlNames(t *testing.T) {
+	p, store := statesPod(t)
+	for _, bad := range []string{
+		`{"sink":"lake","topic":"t\nforged","partition":0,"start":5,"end":10,"state":"refused","reason":"x"}`,
+		`{"sink":"la\u007fke","topic":"orders","partition":0,"start":5,"end":10,"state":"refused","reason":"x"}`,
+	} {
+		a := p.do(t, "POST", "/v1/states", "", stateBody(refusedEntry, bad))
+		if a.code != 400 || !strings.Contains(a.raw, "control character") || strings.ContainsAny(strings.TrimSpace(a.raw), "\n\x7f") {
+			t.Errorf("POST /v1/states %s: %d %s; want 400 naming the control character, quoted", bad, a.code, a.raw)
+		}
+	}
+	if events := store.Events(); len(events) != 0 {
+		t.Fatalf("a refused call recorded %v", events)
+	}
+}

@@ -61,10 +61,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		usage(stderr, fs)
 		return lite.UsageError{Err: errors.New("no command given")}
 	}
+	err = command(ctx, sh, fs)
+	if moved, ok := lite.MoveGlobals(args, fs.NArg(), err); ok {
+		return run(ctx, moved, stdout, stderr) // record --state DIR: as --state DIR record
+	}
+	return err
+}
+
+// command runs the command fs's arguments name.
+func command(ctx context.Context, sh *lite.Shell, fs *flag.FlagSet) error {
 	dir, rest := lite.LocalDir(sh.Set.String("state")), fs.Args()[1:]
 	switch name := fs.Arg(0); name {
 	case "help":
-		usage(stdout, fs)
+		usage(sh.Stdout, fs)
 		return nil
 	case "record":
 		return lite.Record(ctx, sh, dir, rest)

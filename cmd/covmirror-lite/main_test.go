@@ -198,3 +198,18 @@ func TestInspectListsStates(t *testing.T) {
 		t.Fatalf("inspect --json: states %+v, destinations %+v; want ev-1 pending and no destination", diag.States, diag.Destinations)
 	}
 }
+
+// TestGlobalFlagsAfterTheCommand: record --state DIR records under DIR, as
+// --state DIR record does, and a control character in a name is refused.
+func TestGlobalFlagsAfterTheCommand(t *testing.T) {
+	state := t.TempDir()
+	if out, errOut, code := runLite("record", "--sink", "lake", "--topic", "orders", "--range", "1:3", "--state", state); code != 0 || !strings.HasPrefix(out, "recorded") {
+		t.Fatalf("record --state DIR: exit %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runLite("--state", state, "inspect", "--json"); code != 0 || !strings.Contains(out, `"orders"`) {
+		t.Fatalf("inspect: exit %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runLite("record", "--sink", "lake", "--topic", "o\nx", "--range", "1:3", "--state", state); code != 2 || !strings.Contains(errOut, "control character") {
+		t.Fatalf("record of a control-character topic: exit %d %q", code, errOut)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/recovery"
 	"github.com/covmirror/covmirror/tier"
 )
@@ -44,13 +45,13 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--all] [--acked-ends FILE|-] [--sinks a,b] [--json]")
+	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--all] [--acked-ends FILE|-] [--sinks a,b] [--json] [--exit-code]")
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
 	all := fs.Bool("all", false, "list waived gaps too (an operator accepted their loss); refused and unrecoverable ones are always listed")
 	asJSON := fs.Bool("json", false, "print a JSON array of {sink, topic, partition, start, end, kind}, and decision {event, reason, by, at} for a refused, unrecoverable or waived gap")
 	ackedEnds := extentsFlag(fs)
-	sinks := sinksFlag(fs, planSinksUse)
+	sinks, exitCode := sinksFlag(fs, planSinksUse), lite.ExitCodeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if *asJSON {
-		return json.NewEncoder(g.stdout).Encode(rows)
+		return lite.GapsFound(*exitCode, len(rows), json.NewEncoder(g.stdout).Encode(rows))
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(g.stdout, "no gaps: every sink covers what %s covers, and %s's coverage has no holes\n", *reference, *reference)
@@ -90,5 +91,5 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintf(g.stdout, "%s [%d,%d) missing %d batches\n", d, r.Start, r.End, r.End-r.Start)
 		}
 	}
-	return nil
+	return lite.GapsFound(*exitCode, len(rows), nil)
 }

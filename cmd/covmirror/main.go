@@ -6,12 +6,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/redact"
 )
 
@@ -20,7 +20,7 @@ func main() {
 	err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, errHelp) {
+		if !lite.Quiet(err) {
 			// The last word on a failure goes through the redaction too: a
 			// driver's error from deep in a tier may quote a DSN or a target.
 			fmt.Fprintln(os.Stderr, "covmirror:", redact.Error(err))

@@ -56,3 +56,19 @@ func TestStartAndSourceNamesAreExact(t *testing.T) {
 		}
 	}
 }
+
+// TestListeningFlagsReadOneForm: serve --addr and --metrics-listen and
+// reconcile --metrics-addr refuse a value that is not PORT, :PORT or
+// HOST:PORT as a usage error naming the forms.
+func TestListeningFlagsReadOneForm(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--addr", "localhost"},
+		{"serve", "--metrics-listen", "9091x"},
+		{"reconcile", "--checker", "s.kind=http", "--checker", "s.url=http://127.0.0.1:1/x", "--every", "1h", "--metrics-addr", "host:"},
+	} {
+		_, _, err := runCLI(t, t.TempDir(), args...)
+		if exitCode(err) != 2 || !strings.Contains(err.Error(), ":PORT (every interface)") {
+			t.Errorf("%q: exit %d %v; want 2 naming the forms", args, exitCode(err), err)
+		}
+	}
+}

@@ -7,17 +7,18 @@ import (
 	"fmt"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/recovery"
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--json]")
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--json] [--exit-code]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", recovery.DefaultMaxBatches, "largest task")
 	maxTasks := fs.Int("max-tasks", recovery.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
 	asJSON := fs.Bool("json", false, "print a JSON array of tasks {sink, topic, partition, start, end, kind}; gaps held out of the plan (refused, unrecoverable, waived) are never in it: covmirror gaps --json lists them")
 	ackedEnds := extentsFlag(fs)
-	sinks := sinksFlag(fs, planSinksUse)
+	sinks, exitCode := sinksFlag(fs, planSinksUse), lite.ExitCodeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -46,13 +47,16 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	rows := recovery.GapsOf(tasks, recovery.GapsFilter{})
+	// What gaps exits 3 for: the tasks, and the gaps held out of them but
+	// the waived, whose loss an operator accepted.
+	found := len(rows) + len(held) - recovery.CountKind(held, recovery.KindWaived)
 	if *asJSON {
 		// The array stays the tasks alone, as consumers replay it; the held
 		// gaps are said on stderr.
 		if n := recovery.CountKind(held, recovery.KindUnrecoverable); n > 0 {
 			defer fmt.Fprintf(g.stderr, "note: %d unrecoverable gaps are held out of the plan: raw no longer holds them (covmirror gaps --json lists them)\n", n)
 		}
-		return json.NewEncoder(g.stdout).Encode(rows)
+		return lite.GapsFound(*exitCode, found, json.NewEncoder(g.stdout).Encode(rows))
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to replay or verify")
@@ -68,5 +72,5 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	recovery.WriteHeld(g.stdout, held)
-	return nil
+	return lite.GapsFound(*exitCode, found, nil)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/postgres"
 	"github.com/covmirror/covmirror/queries"
 	"github.com/covmirror/covmirror/tier"
@@ -37,7 +38,7 @@ const (
 )
 
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sinks a,b] [--sql [--dialect duckdb|postgres]]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sinks a,b] [--sql [--dialect duckdb|postgres]] [--exit-code]\n\nqueries: "+strings.Join(queries.Names(), ", "))
 	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object or postgres their mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
@@ -50,6 +51,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
 	acked := extentsFlag(fs)
 	sinks := sinksFlag(fs, planSinksUse+" (gaps, summary, lag)")
+	exitCode := lite.ExitCodeFlag(fs) // query gaps only
 	binding := fs.String("binding", "", `force the coverage relation's binding: "read_parquet" (local warehouse) or "scan" (default: read_parquet when the warehouse is local)`)
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -66,6 +68,9 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if name == "" {
 		fs.Usage()
 		return usageError{Err: fmt.Errorf("query: name a query: %s", strings.Join(queries.Names(), ", "))}
+	}
+	if *exitCode && name != "gaps" {
+		return usageError{Err: fmt.Errorf("query: --exit-code applies to gaps, not %q", name)}
 	}
 	if *asJSON && *asCSV {
 		return usageError{Err: fmt.Errorf("query: --json and --csv exclude each other")}
@@ -94,7 +99,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if !*printSQL {
 			return usageError{Err: errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks})
+		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: *sinks})
 		if err != nil {
 			return usageError{Err: fmt.Errorf("query: %w", err)}
 		}
@@ -109,7 +114,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
 	}
-	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.p, Extents: extents, Sinks: *sinks}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: *sinks}
 	var db *queries.DB
 	if readsPrimary {
 		primary, closer, err := openTier(ctx, g.tier, false)
@@ -141,11 +146,13 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	}
 	switch {
 	case *asJSON:
-		return res.WriteJSON(g.stdout)
+		err = res.WriteJSON(g.stdout)
 	case *asCSV:
-		return res.WriteCSV(g.stdout)
+		err = res.WriteCSV(g.stdout)
+	default:
+		err = res.WriteTable(g.stdout, "")
 	}
-	return res.WriteTable(g.stdout, "")
+	return lite.GapsFound(*exitCode, len(res.Rows), err)
 }
 
 // showGaps prints the gaps query over the primary, for the demo; over

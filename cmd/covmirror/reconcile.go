@@ -26,7 +26,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	fs.Float64Var(&opts.MaxChecksPerSecond, "max-checks-per-second", reconcile.DefaultMaxChecksPerSecond, "most checker calls per second, over all sinks")
 	fs.Uint64Var(&opts.MaxBatchesPerCheck, "max-batches-per-check", reconcile.DefaultMaxBatchesPerCheck, "most batches one checker call is asked about")
 	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")
-	metricsAddr := fs.String("metrics-addr", "", "with --every: serve /metrics here (a port alone: loopback; another host needs --token-file)")
+	metricsAddr := fs.String("metrics-addr", "", "with --every: serve /metrics here: PORT (loopback), :PORT (every interface) or HOST:PORT; an address other hosts reach needs --token-file")
 	asJSON := fs.Bool("json", false, "print each run as one JSON line: the report, its claimed-absent rows as {sink, topic, partition, start, end, kind}")
 	asTasks := fs.Bool("tasks", false, "print the replay tasks as covmirror plan --json does, for the recovery worker (the report goes to stderr)")
 	job := reconcile.Job{Format: reconcile.FormatText, Stdout: g.stdout, Stderr: g.stderr}
@@ -34,7 +34,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	opts.Logger, opts.Partition = g.logger, partition.p
+	opts.Logger, opts.Partition = g.logger, partition.P
 	cfgs, err := reconcile.ParseConfig(g.set.Map(reconcile.ConfigPrefix))
 	if err = errors.Join(g.set.Err(), opts.Validate(), err); err == nil && (*every < 0 || opts.MaxBatchesPerCheck == 0 || (*asJSON && *asTasks) || (*metricsAddr != "" && *every == 0)) {
 		err = errors.New("reconcile: --every must not be negative, --max-batches-per-check must be positive, --json and --tasks exclude each other, --metrics-addr needs --every")
@@ -80,7 +80,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 				return err
 			}
 		}
-		ln, err := sidecar.ListenTCP(reconcile.MetricsAddr(*metricsAddr), token != "", g.logger)
+		ln, err := sidecar.ListenTCP(*metricsAddr, token != "", g.logger)
 		if err != nil {
 			return fmt.Errorf("reconcile --metrics-addr: %w", err)
 		}

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/gapstate"
@@ -30,7 +28,7 @@ var errHelp = lite.ErrHelp
 
 func exitCode(err error) int {
 	var se *tier.SettingsError
-	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, reconcile.ErrNoChecker) {
+	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, sidecar.ErrListenAddr) || errors.Is(err, reconcile.ErrNoChecker) {
 		return 2
 	}
 	return lite.ExitCode(err)
@@ -148,11 +146,15 @@ func run(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 	}
-	return cmd.run(ctx, g, fs.Args()[1:])
+	err = cmd.run(ctx, g, fs.Args()[1:])
+	if moved, ok := lite.MoveGlobals(args, fs.NArg(), err); ok {
+		return run(ctx, g, moved) // covmirror gaps --state DIR: as covmirror --state DIR gaps
+	}
+	return err
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags]")
+	fmt.Fprintln(w, "usage: covmirror [global flags] COMMAND [flags] (global flags may follow COMMAND too)")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for name := range commands {
@@ -168,7 +170,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nglobal flags:")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error.")
+	fmt.Fprintln(w, "\nEach command takes --help. Exit status: 0 success, 1 failure, 2 usage error,\n3 gaps found (gaps, plan and query gaps with --exit-code).")
 }
 
 // shell is the command line as the commands shared with covmirror-lite
@@ -189,24 +191,5 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return lite.ParseFlags(fs, args, "covmirror", table)
 }
 
-// partitionFlag is an optional partition: a non-negative 32-bit integer,
-// checked when parsed (a plain int flag would wrap 4294967297 to 1 and take
-// -7 as "every partition").
-type partitionFlag struct{ p *int32 }
-
-func (f *partitionFlag) String() string {
-	if f == nil || f.p == nil {
-		return ""
-	}
-	return strconv.Itoa(int(*f.p))
-}
-
-func (f *partitionFlag) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-	if err != nil || n < 0 {
-		return fmt.Errorf("a partition is a non-negative 32-bit integer (0 to 2147483647), not %q", s)
-	}
-	p := int32(n)
-	f.p = &p
-	return nil
-}
+// partitionFlag is an optional partition, checked when parsed.
+type partitionFlag = lite.PartitionFlag

@@ -135,11 +135,9 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	_ = stale.Close()
+	// The token file as the README's recipe makes it, run as written.
 	tokenFile := filepath.Join(t.TempDir(), "covmirror-token")
-	const token = "process-test-token-0123456789"
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	token := readmeToken(t, tokenFile)
 	p := startServe(t, bin, state, "--token-file", tokenFile)
 	if fi, err := os.Stat(p.socket); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v: want mode 0600", fi, err)
@@ -317,4 +315,39 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 			t.Errorf("serve %q: exit %d, %v", extra, exitCode(err), err)
 		}
 	}
+}
+
+// readmeToken runs the README's token recipe, the line that makes
+// /etc/covmirror/token, writing path instead, and returns the token: the
+// file must be one serve takes (mode 0600, no group or other access).
+func readmeToken(t *testing.T, path string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recipe []string
+	for l := range strings.Lines(string(readme)) {
+		if strings.Contains(l, "/dev/urandom") && strings.Contains(l, "> /etc/covmirror/token") && !strings.HasPrefix(l, "`") {
+			recipe = append(recipe, strings.TrimSpace(l))
+		}
+	}
+	if len(recipe) != 1 {
+		t.Fatalf("the README's token recipe, a line making /etc/covmirror/token: %q", recipe)
+	}
+	line := strings.ReplaceAll(recipe[0], "/etc/covmirror/token", path)
+	// The shell's umask as an operator's usually is: the recipe, not the
+	// test's environment, must make the file private.
+	if out, err := exec.Command("sh", "-c", "umask 022; "+line).CombinedOutput(); err != nil {
+		t.Fatalf("README token recipe %q: %v %s", line, err, out)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("the README's token recipe made %v (%v): want no group or other access, as serve requires", fi.Mode(), err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

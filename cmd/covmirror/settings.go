@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/internal/settings"
@@ -61,9 +60,9 @@ var table = func() []settings.Setting {
 		{Key: "token-file", Commands: []string{"serve", "inspect", "reconcile"}, Usage: "a file holding the bearer token (mode 0600 or narrower): serve requires it as Authorization: Bearer TOKEN on every request over TCP but the map's page (and for an --addr other hosts can reach), reconcile on /metrics; inspect --url sends it"},
 		{Key: reconcile.ConfigPrefix, Flag: "checker", Env: "-", Commands: []string{"reconcile"}, Kind: settings.Map, Entry: "SINK.KEY", Add: reconcile.AddConfigEntry,
 			Usage: "a sink's checker, SINK.KEY=VALUE, repeatable: kind (sql, http or iceberg) and its keys; credentials only through the variables dsn-env and token-env name"},
-		{Key: "addr", Commands: serve, Default: pod.DefaultAddr, Usage: "TCP listen address for the record API, the coverage map and /debug/coverage (loopback by default; another address needs --token-file)"},
+		{Key: "addr", Commands: serve, Default: pod.DefaultAddr, Usage: "TCP listen address for the record API, the coverage map and /debug/coverage: PORT (loopback), :PORT (every interface) or HOST:PORT (loopback by default; another address needs --token-file)"},
 		{Key: "metrics.listen", Commands: serve, Default: pod.DefaultMetricsAddr,
-			Usage: "TCP listen address of the read-only listener: /healthz, /readyz and /metrics, never a write (loopback by default; in Kubernetes :9091, where the kubelet's probes and Prometheus reach it); empty: none"},
+			Usage: "TCP listen address of the read-only listener, PORT (loopback), :PORT (every interface) or HOST:PORT: /healthz, /readyz and /metrics, never a write (loopback by default; in Kubernetes :9091, where the kubelet's probes and Prometheus reach it); empty: none"},
 		{Key: "metrics.token-file", Commands: serve,
 			Usage: "a file holding the bearer token /metrics on --metrics-listen needs (mode 0600 or narrower; not the record API's token, which that listener refuses); /healthz and /readyz need none; none: /metrics needs no token"},
 		{Key: "metrics.on-api", Commands: serve, Kind: settings.Bool,
@@ -110,49 +109,9 @@ func addProp(props map[string]string, kv string) error {
 	return nil
 }
 
-// addStart reads one stream start, TOPIC=N.
-func addStart(starts map[string]string, kv string) error {
-	topic, n, ok := strings.Cut(kv, "=")
-	if !ok {
-		return fmt.Errorf("stream start %q is not TOPIC=N", kv)
-	}
-	// The topic is its exact bytes: " orders" is another topic.
-	n = strings.TrimSpace(n)
-	if _, err := coverage.ParseStart(topic, n); err != nil {
-		return err
-	}
-	if _, dup := starts[topic]; dup {
-		return fmt.Errorf("stream start of %q is given twice: give each topic one", topic)
-	}
-	starts[topic] = n
-	return nil
-}
-
-func addSource(sources map[string]string, kv string) error {
-	name, regime, ok := strings.Cut(kv, "=") // the name is its exact bytes
-	if !ok || name == "" {
-		return fmt.Errorf("source %q is not NAME=stored or NAME=broker-managed", kv)
-	}
-	if _, err := coverage.ParseRegime(regime); err != nil {
-		return fmt.Errorf("source %q: %w", name, err)
-	}
-	if _, dup := sources[name]; dup {
-		return fmt.Errorf("source %q is declared twice", name)
-	}
-	sources[name] = strings.TrimSpace(regime)
-	return nil
-}
-
-// parseSinks reads sink names, comma-separated, each valid
-// (recovery.PlanOptions.Sinks).
-func parseSinks(v string) ([]string, error) {
-	var sinks []string
-	for _, name := range strings.Split(v, ",") {
-		d := coverage.Destination{Sink: name, Topic: "t"} // exact bytes: " lake" is its own sink
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
-		}
-		sinks = append(sinks, d.Sink)
-	}
-	return sinks, nil
-}
+// The settings' entries, read by package lite.
+var (
+	addStart   = lite.AddStart
+	addSource  = lite.AddSource
+	parseSinks = lite.ParseSinks
+)

@@ -50,7 +50,7 @@ func runState(ctx context.Context, g *globals, name string, st gapstate.State, a
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	e, err := stateEvent(name, st, fs, *sink, *topic, partition.p, *rangeText, *start, *end, *reason, *by)
+	e, err := stateEvent(name, st, fs, *sink, *topic, partition.P, *rangeText, *start, *end, *reason, *by)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ import re
 import socket as _socket
 import sys
 import time
+import unicodedata
 import urllib.parse
 import uuid
 
@@ -364,6 +365,20 @@ def _check_text(what, value, entry=None):
                               "rule": "invalid-utf8", "entry": entry}) from None
 
 
+def _check_name(what, value, entry=None):
+    """The server's name rule (coverage.ValidName), checked before sending:
+    UTF-8 text without a control character (NUL, C0, DEL or C1), which would
+    forge a line or act on a terminal where the name is printed."""
+    _check_text(what, value, entry)
+    if not isinstance(value, str):
+        return
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) == "Cc":
+            where = "" if entry is None else "entry %d: " % entry
+            raise Rejected(None, {"error": where + "the %s %r has the control character U+%04X at character %d: names hold no NUL, C0 or C1 control or DEL; nothing was sent" % (what, value, ord(ch), i),
+                                  "rule": "invalid-destination", "entry": entry})
+
+
 def _read_within(conn, resp, n, deadline):
     """Up to n bytes of resp's body, by deadline (time.monotonic()): each
     read waits at most the time left, so a server that trickles its answer
@@ -539,8 +554,8 @@ class Client:
     def _record(self, entries, body, content_type):
         for i, e in enumerate(entries):
             if isinstance(e, dict):
-                _check_text("sink name", e.get("sink"), i)
-                _check_text("topic name", e.get("topic"), i)
+                _check_name("sink name", e.get("sink"), i)
+                _check_name("topic name", e.get("topic"), i)
         ans = self._request("POST", "/v1/records", body, content_type)
         got = ans.get("recorded") if isinstance(ans, dict) else None
         if got != len(entries):
@@ -569,7 +584,9 @@ class Client:
             raise Rejected(None, {"error": "%d states in one call, more than %d: split them; nothing was sent" % (len(entries), MAX_STATES),
                                   "rule": "invalid-state"})
         for i, e in enumerate(entries):
-            for what, key in (("sink name", "sink"), ("topic name", "topic"), ("reason", "reason"), ("state", "state")):
+            for what, key in (("sink name", "sink"), ("topic name", "topic")):
+                _check_name(what, e.get(key), i)
+            for what, key in (("reason", "reason"), ("state", "state")):
                 _check_text(what, e.get(key), i)
             if e.get("state") == "waived":
                 raise Rejected(None, {"error": "entry %d: a waiver is an operator's decision: use `covmirror waive` with a reason; nothing was sent" % i,

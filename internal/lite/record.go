@@ -36,7 +36,7 @@ func Record(ctx context.Context, sh *Shell, localDir string, args []string) erro
 	if err != nil {
 		return UsageError{fmt.Errorf("record: %w", err)}
 	}
-	if err := coverage.ValidateRecord(d, r); err != nil {
+	if err := coverage.ValidateNew(d, r); err != nil {
 		return UsageError{err}
 	}
 	store, err := local.Open(local.Options{Dir: localDir, Logger: sh.Logger})

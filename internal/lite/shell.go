@@ -26,7 +26,8 @@ var ErrHelp = errors.New("help requested")
 var ErrVersionShown = fmt.Errorf("version shown: %w", ErrHelp)
 
 // ExitCode is the exit status of a command's error as far as this
-// package knows: 0 for none or --help, 2 for a usage error, else 1.
+// package knows: 0 for none or --help, 2 for a usage error, ExitGaps for
+// ErrGapsFound, else 1.
 func ExitCode(err error) int {
 	var u UsageError
 	switch {
@@ -34,6 +35,8 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, &u):
 		return 2
+	case errors.Is(err, ErrGapsFound):
+		return ExitGaps
 	}
 	return 1
 }
@@ -89,6 +92,11 @@ func Parse(fs *flag.FlagSet, args []string, prog string, table []settings.Settin
 // --help prints the usage, and a mistake is returned once, with a pointer
 // to --help.
 func ParseFlags(fs *flag.FlagSet, args []string, prog string, table []settings.Setting) error {
+	if fs.Name() != prog {
+		if found := globalFlags(fs, args, table); len(found) > 0 {
+			return &GlobalsAfterCommand{Flags: found}
+		}
+	}
 	err := settings.Parse(fs, args, func(name string) bool { return settings.Repeatable(table, name) })
 	switch {
 	case err == nil:

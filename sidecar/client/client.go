@@ -123,6 +123,12 @@ func (c *Client) Record(ctx context.Context, entries []coverage.Entry) error {
 				return &Error{Route: route, Rule: "invalid-utf8", Entry: i, Recorded: -1,
 					Message: fmt.Sprintf("entry %d: the %s name is not valid UTF-8; nothing was sent or recorded", i, name.field)}
 			}
+			// The server's rule, checked before sending: a control
+			// character would otherwise cost a round trip to be refused.
+			if err := coverage.ValidName(name.field, name.v); err != nil {
+				return &Error{Route: route, Rule: "invalid-destination", Entry: i, Recorded: -1,
+					Message: fmt.Sprintf("entry %d: %v; nothing was sent or recorded", i, err)}
+			}
 		}
 		wire[i] = wireEntry{Sink: d.Sink, Topic: d.Topic, Partition: d.Partition, Start: e.Range.Start, End: e.Range.End}
 	}

@@ -94,7 +94,9 @@ var badEntries = []struct {
 	{entry("lake", "orders", 0, 9, 3), "invalid-range", 400},
 	{entry("", "orders", 0, 0, 1), "invalid-destination", 400},
 	{entry("lake", "", 0, 0, 1), "invalid-destination", 400},
-	{entry("la\nke", "orders", 0, 0, 1), "invalid-destination", 400},
+	{entry("la\nke", "orders", 0, 0, 1), "invalid-destination", 0}, // coverage.ValidName, checked before sending
+	{entry("lake", "t\nforged/orders/0 [0,1) claimed but absent: 1 batches", 0, 0, 1), "invalid-destination", 0},
+	{entry("lake", "ord\u009b2J", 0, 0, 1), "invalid-destination", 0},
 	{entry("lake", "orders", 0, 0, coverage.MaxBatchEnd+1), "max-batch-end", 400},
 	{entry("lake\xff", "orders", 0, 0, 1), "invalid-utf8", 0},
 	{entry("lake", "ord\xc3ers", 0, 0, 1), "invalid-utf8", 0},

@@ -45,6 +45,10 @@ func (c *Client) RecordStates(ctx context.Context, entries []StateEntry) ([]gaps
 	}
 	wire := make([]wireState, len(entries))
 	for i, e := range entries {
+		if err := coverage.ValidateNew(e.Destination, e.Range); err != nil {
+			return nil, &Error{Route: route, Rule: "invalid-destination", Entry: i, Recorded: -1,
+				Message: fmt.Sprintf("entry %d: %v; nothing was sent or recorded", i, err)}
+		}
 		wire[i] = wireState{ID: gapstate.NewID(), Sink: e.Destination.Sink, Topic: e.Destination.Topic, Partition: e.Destination.Partition,
 			Start: e.Range.Start, End: e.Range.End, State: e.State, Reason: e.Reason}
 	}

@@ -92,7 +92,8 @@ class RecordTest(unittest.TestCase):
         model = {}
         bad = [({"partition": -1}, "partition"), ({"start": 5, "end": 5}, "invalid-range"),
                ({"sink": ""}, "invalid-destination"), ({"end": 1 << 63}, "max-batch-end"),
-               ({"sink": "lake\udcff"}, "invalid-utf8")]
+               ({"sink": "lake\udcff"}, "invalid-utf8"), ({"topic": "t\nforged/orders/0"}, "invalid-destination"),
+               ({"sink": "lake\x7f"}, "invalid-destination"), ({"topic": "t\u009b2J"}, "invalid-destination")]
         conns = clients()
         for _ in range(40):
             name, c = self.r.choice(conns)
