@@ -184,7 +184,11 @@ func URL(rawURL string) string {
 		return unparsable(rawURL)
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return Text(u.String(), false)
+	shown := u.String()
+	if strings.Contains(rawURL, "://") && !strings.Contains(shown, "://") {
+		shown = u.Scheme + "://" + strings.TrimPrefix(shown, u.Scheme+":") // s3:// prints as s3: otherwise
+	}
+	return Text(shown, false)
 }
 
 // StrayAt reports whether rawURL has an @ after its authority: most often
@@ -216,6 +220,11 @@ var hostOnly = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://([a-zA-Z0-9.-]+(
 func unparsable(rawURL string) string {
 	if m := hostOnly.FindStringSubmatch(rawURL); m != nil && !strings.Contains(rawURL, "@") {
 		return "(an unparsable URL at " + m[1] + "://" + m[2] + ")"
+	}
+	if len(rawURL) <= 256 && !strings.ContainsAny(rawURL, "@?#") {
+		// No user information, query or fragment, where a credential goes:
+		// a host:port without a scheme, say, is shown to be corrected.
+		return Text(rawURL, false)
 	}
 	return "(an unparsable URL)"
 }

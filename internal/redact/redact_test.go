@@ -110,6 +110,11 @@ func TestURLNeverEchoesAnUnparsableURL(t *testing.T) {
 		{"http://u:a/b@host/x", "(an unparsable URL)"},
 		{"http://u:/secret-pw@127.0.0.1:1/x", "(an unparsable URL)"},
 		{"http://host:1/x?mail=a@b", "(an unparsable URL)"},
+		// Shown to be corrected: nothing where a credential goes.
+		{"s3://", "s3://"},
+		{"seaweed:8333", "seaweed:8333"},
+		{"seaweed:8333/x?key=s3cr3t", "(an unparsable URL)"},
+		{"user:pw@seaweed:8333", "(an unparsable URL)"},
 	} {
 		if got := URL(c.in); got != c.want {
 			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
