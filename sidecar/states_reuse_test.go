@@ -47,3 +47,26 @@ func TestStatesIDReusedForAnotherDecision(t *testing.T) {
 		t.Errorf("pending locally: %+v; want none", pending)
 	}
 }
+
+// Ranges past what the durable tier's signed 64-bit columns hold, up to
+// [0, 2^64) and past it, are refused with 400 and a bounded answer,
+// nothing recorded.
+func TestStatesHugeRanges(t *testing.T) {
+	p, store := statesPod(t)
+	for _, r := range []struct{ start, end string }{
+		{"0", "18446744073709551615"},
+		{"0", "18446744073709551616"},
+		{"9223372036854775807", "9223372036854775808"},
+		{"0", "1e30"},
+		{"0", "99999999999999999999999999999999999999999999999999"},
+	} {
+		body := stateBody(`{"sink":"lake","topic":"orders","partition":0,"start":` + r.start + `,"end":` + r.end + `,"state":"refused","reason":"400"}`)
+		a := p.do(t, "POST", "/v1/states", "", body)
+		if a.code != http.StatusBadRequest || !strings.Contains(a.raw, "nothing was recorded") || len(a.raw) > 1024 {
+			t.Errorf("[%s, %s): %d %.300s (%d bytes); want 400, nothing recorded, under 1 KiB", r.start, r.end, a.code, a.raw, len(a.raw))
+		}
+	}
+	if n := len(store.Events()) + len(p.local.PendingStates()); n != 0 {
+		t.Errorf("%d events recorded, want none", n)
+	}
+}
