@@ -55,6 +55,18 @@ const (
 // ErrInvalidEvent is returned (wrapped) for an event no tier may hold.
 var ErrInvalidEvent = errors.New("gapstate: invalid event")
 
+// ErrIDTaken is returned (wrapped) for an event whose ID names another
+// decision already: a store keeps one copy of an ID, so recording it would
+// answer for a decision it does not keep.
+var ErrIDTaken = errors.New("gapstate: the event ID names another decision")
+
+// SameDecision reports whether a and b are copies of one decision: the same
+// ID, destination, range, state and reason. A retry stamped again by its
+// recorder differs only in At (or By): it is the same decision.
+func SameDecision(a, b *Event) bool {
+	return a.ID == b.ID && a.Destination == b.Destination && a.Range == b.Range && a.State == b.State && a.Reason == b.Reason
+}
+
 // Event is one recorded decision about Range of Destination.
 type Event struct {
 	// ID names the event uniquely; tiers keep one copy per ID, so a

@@ -52,8 +52,11 @@ func sameEvent(a, b *gapstate.Event) bool {
 // one is invalid), as pending gap states, synced to disk before it returns
 // nil whatever Options.Sync says: an operator's decision is rare and must
 // not be lost to a crash. An event whose ID the store holds is kept once:
-// of two copies that differ, gapstate.First's, pending again if it
-// replaces a shipped one. It never records coverage.
+// of two copies of one decision (gapstate.SameDecision: a retry stamped
+// again) that differ, gapstate.First's, pending again if it replaces a
+// shipped one. An ID the store or the call holds for another decision
+// fails the call with gapstate.ErrIDTaken, nothing written: one of the two
+// would be answered for and dropped. It never records coverage.
 func (s *Store) RecordStates(ctx context.Context, events []gapstate.Event) error {
 	for i := range events {
 		if err := events[i].Validate(); err != nil {
@@ -74,6 +77,10 @@ func (s *Store) RecordStates(ctx context.Context, events []gapstate.Event) error
 		old := keep[e.ID]
 		if old == nil {
 			old = s.states[e.ID]
+		}
+		if old != nil && !gapstate.SameDecision(&old.Event, e) {
+			return fmt.Errorf("%w: event %q: the ID is held for %s %v of %q (%q), not %s %v of %q (%q): give this decision a new ID",
+				gapstate.ErrIDTaken, e.ID, old.Event.State, old.Event.Range, old.Event.Destination.String(), old.Event.Reason, e.State, e.Range, e.Destination.String(), e.Reason)
 		}
 		if old != nil && (sameEvent(&old.Event, e) || !gapstate.First(e, &old.Event)) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -16,15 +17,27 @@ import (
 )
 
 // stateModel is what RecordStates and MarkStatesShipped promised: one copy
-// per ID (gapstate.First's of two that differ), shipped or pending.
+// per ID (gapstate.First's of two copies of a decision that differ),
+// shipped or pending; a call naming an ID held for another decision
+// records nothing.
 type stateModel map[string]StateDiagnostics
 
-func (m stateModel) record(e gapstate.Event) {
-	old, ok := m[e.ID]
-	if ok && (sameEvent(&old.Event, &e) || !gapstate.First(&e, &old.Event)) {
-		return
+// record applies a RecordStates call and reports whether it is refused
+// (gapstate.ErrIDTaken).
+func (m stateModel) record(events []gapstate.Event) (taken bool) {
+	next := maps.Clone(m)
+	for _, e := range events {
+		old, ok := next[e.ID]
+		if ok && !gapstate.SameDecision(&old.Event, &e) {
+			return true
+		}
+		if ok && (sameEvent(&old.Event, &e) || !gapstate.First(&e, &old.Event)) {
+			continue
+		}
+		next[e.ID] = StateDiagnostics{Event: e}
 	}
-	m[e.ID] = StateDiagnostics{Event: e}
+	maps.Copy(m, next)
+	return false
 }
 
 func (m stateModel) pending() []gapstate.Event {
@@ -60,13 +73,26 @@ func TestStatesAgainstModel(t *testing.T) {
 	model := stateModel{}
 	covered := map[coverage.Destination]*coverage.RangeSet{}
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// An ID's first decision comes back three times in four (a retry,
+	// stamped again), another decision under it otherwise.
+	decided := map[string]gapstate.Event{}
 	event := func() gapstate.Event {
+		id := fmt.Sprintf("id-%d", rng.IntN(12))
+		at := base.Add(time.Duration(rng.IntN(5)) * time.Second)
+		if e, ok := decided[id]; ok && rng.IntN(4) > 0 {
+			e.At = at
+			return e
+		}
 		st := gapstate.States[rng.IntN(len(gapstate.States))]
 		start := uint64(rng.IntN(50))
-		return gapstate.Event{ID: fmt.Sprintf("id-%d", rng.IntN(12)),
+		e := gapstate.Event{ID: id,
 			Destination: coverage.Destination{Sink: []string{"raw", "lake", "search"}[rng.IntN(3)], Topic: "orders", Partition: int32(rng.IntN(2))},
 			Range:       coverage.Range{Start: start, End: start + 1 + uint64(rng.IntN(5))}, State: st,
-			Reason: "r" + fmt.Sprint(rng.IntN(3)), By: "op", At: base.Add(time.Duration(rng.IntN(5)) * time.Second)}
+			Reason: "r" + fmt.Sprint(rng.IntN(3)), By: "op", At: at}
+		if _, ok := decided[id]; !ok {
+			decided[id] = e
+		}
+		return e
 	}
 	ops := 300
 	if testing.Short() {
@@ -81,11 +107,9 @@ func TestStatesAgainstModel(t *testing.T) {
 				events[i] = event()
 			}
 			what = fmt.Sprintf("record %d states", len(events))
-			if err := s.RecordStates(ctx, events); err != nil {
-				t.Fatalf("seed %d step %d: RecordStates: %v", seed, step, err)
-			}
-			for _, e := range events {
-				model.record(e)
+			taken := model.record(events)
+			if err := s.RecordStates(ctx, events); taken != errors.Is(err, gapstate.ErrIDTaken) || !taken && err != nil {
+				t.Fatalf("seed %d step %d: RecordStates: %v; want an ID taken: %v", seed, step, err, taken)
 			}
 		case op < 5:
 			bad := event()

@@ -264,6 +264,10 @@ func (m *Mirror) Checkpoint(ctx context.Context) (CheckpointSummary, error) {
 		m.opts.Logger.Warn("the local tier holds gap states this durable tier cannot keep; they stay pending", "durable", m.opts.Durable.Name(), "err", shipErr)
 		shipErr = nil
 	}
+	if errors.Is(shipErr, errOtherCopy) {
+		m.opts.Logger.Warn("gap states the durable tier will not take: it holds other events of their IDs; they stay pending", "durable", m.opts.Durable.Name(), "err", shipErr)
+		shipErr = nil
+	}
 	err = errors.Join(err, shipErr)
 	m.stats.observe(start, err)
 	sum.Duration = time.Since(start)

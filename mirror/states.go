@@ -17,6 +17,11 @@ import (
 // answer must not hold the caller; the next checkpoint ships them.
 const shipNowTimeout = 5 * time.Second
 
+// errOtherCopy: the durable tier holds another event of a pending state's
+// ID (another pod's, or a caller's reused ID) and will never take this
+// one; it stays pending, and findable, without failing every checkpoint.
+var errOtherCopy = errors.New("another event of the same ID")
+
 // RecordStates records gap states (package gapstate): into the local tier,
 // synced, then appended to the durable tier at once if it answers within
 // a few seconds, else by the next checkpoint. nil means durable in the
@@ -73,21 +78,44 @@ func (m *Mirror) shipStates(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading back %d gap states appended to %q: %w; they stay pending", len(pending), m.opts.Durable.Name(), err)
 	}
-	ids := make(map[string]bool, len(held))
+	copies := make(map[string][]gapstate.Event, len(held))
 	for _, e := range held {
-		ids[e.ID] = true
+		copies[e.ID] = append(copies[e.ID], e)
 	}
-	var missing []string
+	// The copy itself must be there, not just its ID: a tier that keeps
+	// the first copy of an ID it was sent (PostgreSQL) holds another
+	// pod's, or a reused ID's, event instead of this one.
+	var shipped []gapstate.Event
+	var missing, other []string
 	for _, e := range pending {
-		if !ids[e.ID] {
+		switch {
+		case slices.ContainsFunc(copies[e.ID], func(h gapstate.Event) bool { return sameCopy(&h, &e) }):
+			shipped = append(shipped, e)
+		case len(copies[e.ID]) > 0:
+			other = append(other, e.ID)
+		default:
 			missing = append(missing, e.ID)
 		}
 	}
-	if len(missing) > 0 {
-		return 0, fmt.Errorf("%q does not show %d of the %d gap states it accepted (first %q): they stay pending", m.opts.Durable.Name(), len(missing), len(pending), missing[0])
+	var short error
+	switch {
+	case len(missing) > 0:
+		short = fmt.Errorf("%q does not show %d of the %d gap states it accepted (first %q): they stay pending", m.opts.Durable.Name(), len(missing), len(pending), missing[0])
+	case len(other) > 0:
+		short = fmt.Errorf("%w: %q holds another event of the ID of %d of the %d gap states appended (first %q), and keeps it: they stay pending, listed by inspect", errOtherCopy, m.opts.Durable.Name(), len(other), len(pending), other[0])
 	}
-	if err := m.opts.Local.MarkStatesShipped(ctx, pending); err != nil {
-		return 0, errors.Join(fmt.Errorf("the durable tier holds %d gap states; marking them shipped failed, they are appended again", len(pending)), err)
+	if len(shipped) == 0 {
+		return 0, short
 	}
-	return len(pending), nil
+	if err := m.opts.Local.MarkStatesShipped(ctx, shipped); err != nil {
+		return 0, errors.Join(short, fmt.Errorf("the durable tier holds %d gap states; marking them shipped failed, they are appended again", len(shipped)), err)
+	}
+	return len(shipped), short
+}
+
+// sameCopy reports whether a and b are one copy of an event, At compared
+// to the microsecond every tier keeps.
+func sameCopy(a, b *gapstate.Event) bool {
+	return a.ID == b.ID && a.Destination == b.Destination && a.Range == b.Range && a.State == b.State &&
+		a.Reason == b.Reason && a.By == b.By && a.At.Truncate(time.Microsecond).Equal(b.At.Truncate(time.Microsecond))
 }

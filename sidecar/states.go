@@ -66,6 +66,10 @@ func (s *Server) states(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusNotImplemented, apiError{Error: err.Error(), Rule: "no-states"})
 			return
 		}
+		if errors.Is(err, gapstate.ErrIDTaken) {
+			s.fail(w, r, http.StatusConflict, apiError{Error: err.Error() + "; nothing was recorded", Rule: "id-taken"})
+			return
+		}
 		s.fail(w, r, http.StatusServiceUnavailable, apiError{Error: fmt.Sprintf("recording %d gap states in the local tier: %v; they may or may not be recorded: retry with the same ids", len(events), err), Rule: "durable"})
 		return
 	}
