@@ -23,9 +23,6 @@ import (
 // usageError is a mistake in the command line: exit status 2.
 type usageError = lite.UsageError
 
-// errHelp is returned after --help printed the usage: exit status 0.
-var errHelp = lite.ErrHelp
-
 func exitCode(err error) int {
 	var se *tier.SettingsError
 	if errors.As(err, &se) || errors.Is(err, sidecar.ErrNotLoopback) || errors.Is(err, sidecar.ErrListenAddr) || errors.Is(err, reconcile.ErrNoChecker) {
