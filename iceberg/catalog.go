@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -111,24 +112,47 @@ func keys(m map[string]string) string {
 // propSecrets are the catalog properties an error must not show, by key
 // (a credential, token, password, signature or S3 key, and every header.*
 // a REST catalog sends, whose names are the vendor's: X-Vendor-Auth), and
-// the uri's user information: the catalog's own errors may quote them.
+// the user information of any property that is a URL (the uri, and a
+// warehouse=s3://KEY:SECRET@bucket/ a REST catalog sends in a query): the
+// catalog's own errors may quote them, percent-encoded where no shape
+// finds them.
 func propSecrets(props map[string]string) []string {
 	var out []string
 	for k, v := range props {
 		if secretProp(k) {
 			out = append(out, v)
 		}
-	}
-	if u, err := url.Parse(props["uri"]); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			out = append(out, pw, url.QueryEscape(pw))
-		} else if u.Scheme == "http" || u.Scheme == "https" {
-			// https://TOKEN@catalog/: a user name alone is a token (a
-			// database URL's is its role, which its errors name).
-			out = append(out, u.User.Username(), url.QueryEscape(u.User.Username()))
-		}
+		out = append(out, userSecrets(v)...)
 	}
 	return out
+}
+
+// openUserInfo is a URL's user information up to its last @, for a value
+// url.Parse refuses (a password holding a /).
+var openUserInfo = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://([^\s"<>]*)@`)
+
+// userSecrets are the credentials in v's user information, if v is a URL:
+// its password, or for http(s) a user name alone.
+func userSecrets(v string) []string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		if m := openUserInfo.FindStringSubmatch(v); m != nil {
+			// Unparsable: the whole user information, and what follows
+			// its first colon, whichever an echo quotes.
+			_, pw, _ := strings.Cut(m[1], ":")
+			return []string{m[1], pw}
+		}
+		return nil
+	}
+	if pw, ok := u.User.Password(); ok {
+		return []string{pw}
+	}
+	if u.Scheme == "http" || u.Scheme == "https" {
+		// https://TOKEN@catalog/: a user name alone is a token (a database
+		// URL's is its role, which its errors name).
+		return []string{u.User.Username()}
+	}
+	return nil
 }
 
 // secretProp reports whether a catalog property's value may be a

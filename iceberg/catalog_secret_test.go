@@ -78,3 +78,31 @@ func TestPropSecretsByKeyAndUserName(t *testing.T) {
 		t.Errorf("a database uri's role is a secret: %q", got)
 	}
 }
+
+// TestOpenCatalogNeverPrintsAnotherPropertysURLPassword: any property may
+// be a URL with a password (warehouse=s3://KEY:SECRET@bucket/), and a REST
+// catalog sends the warehouse in its config request's query, which a
+// catalog's error may echo percent-encoded, where no shape finds it.
+func TestOpenCatalogNeverPrintsAnotherPropertysURLPassword(t *testing.T) {
+	const secret = "Zq81WarehouseSecret"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		msg := "refused: " + r.URL.RequestURI()
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "BadRequestException", "code": 400}})
+	}))
+	defer srv.Close()
+	for _, wh := range []string{"s3://AKIAKEY:" + secret + "@bucket/wh", "s3://AKIAKEY:" + secret + "/+x@bucket/wh", "https://" + secret + "@store/wh"} {
+		props := map[string]string{"type": "rest", "uri": srv.URL, "warehouse": wh}
+		_, err := OpenCatalog(context.Background(), "", props)
+		if err == nil {
+			t.Fatal("opened a catalog that refuses every request")
+		}
+		if !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "warehouse") {
+			t.Fatalf("the catalog's echo is not in the error, so the test shows nothing: %v", err)
+		}
+		if strings.Contains(err.Error(), secret[:8]) {
+			t.Errorf("warehouse %q: its password is in the error: %v", wh, err)
+		}
+	}
+}
