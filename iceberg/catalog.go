@@ -71,6 +71,10 @@ func OpenCatalog(ctx context.Context, name string, props map[string]string) (cat
 			return nil, err
 		}
 	}
+	// Remembered for every later output of the process: the catalog's
+	// errors after it opened, and those of the FileIO its keys open, are
+	// printed far from these properties.
+	redact.Remember(propSecrets(props)...)
 	cat, err := catalog.Load(ctx, name, ice.Properties(props))
 	if err != nil {
 		// The uri as redact.URL shows it (scheme, host and path): its
