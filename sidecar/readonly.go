@@ -79,7 +79,7 @@ func NewReadOnly(opts ReadOnlyOptions) (*ReadOnly, error) {
 	}
 	s := &ReadOnly{opts: opts}
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: errorLog(opts.Logger)}
 	return s, nil
 }
 
