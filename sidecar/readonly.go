@@ -9,8 +9,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // ReadOnlyOptions configures NewReadOnly: the pod's metrics listener, which
@@ -165,6 +168,12 @@ type probeAnswer struct {
 // probeReply writes a probe's answer: plain text, "ok" or one failing reason
 // a line, or JSON when the Accept header asks for it.
 func probeReply(w http.ResponseWriter, r *http.Request, code int, reasons []string) {
+	// A reason quotes a tier's error (a driver's DSN, a catalog's echo):
+	// redacted as the API's 5xx answers are.
+	reasons = slices.Clone(reasons)
+	for i := range reasons {
+		reasons[i] = redact.Text(reasons[i], false)
+	}
 	if wantsJSON(r.Header.Get("Accept")) {
 		a := probeAnswer{Status: "ok", Reasons: reasons}
 		if code != http.StatusOK {
