@@ -74,7 +74,7 @@ func OpenCatalog(ctx context.Context, name string, props map[string]string) (cat
 	// Remembered for every later output of the process: the catalog's
 	// errors after it opened, and those of the FileIO its keys open, are
 	// printed far from these properties.
-	redact.Remember(propSecrets(props)...)
+	redact.Remember(rememberedSecrets(props)...)
 	cat, err := catalog.Load(ctx, name, ice.Properties(props))
 	if err != nil {
 		// The uri as redact.URL shows it (scheme, host and path): its
@@ -127,6 +127,26 @@ func propSecrets(props map[string]string) []string {
 			out = append(out, v)
 		}
 		out = append(out, userSecrets(v)...)
+	}
+	return out
+}
+
+// rememberedSecrets are propSecrets but for an access key's id (an S3
+// access-key-id), a name rather than a secret, often a word of the text
+// (the deployment's name) that every later output would lose.
+func rememberedSecrets(props map[string]string) []string {
+	id := make(map[string]bool)
+	for k, v := range props {
+		lk := strings.ToLower(k)
+		if strings.HasSuffix(lk, "key-id") || strings.HasSuffix(lk, "key_id") || strings.HasSuffix(lk, "keyid") {
+			id[v] = true
+		}
+	}
+	var out []string
+	for _, s := range propSecrets(props) {
+		if !id[s] {
+			out = append(out, s)
+		}
 	}
 	return out
 }

@@ -144,3 +144,13 @@ func TestOpenedCatalogsErrorsNeverPrintAHeaderValue(t *testing.T) {
 		t.Errorf("the header's value is in the error as printed: %s", got)
 	}
 }
+
+// TestRememberedSecretsLeaveAnAccessKeyID: an S3 access key's id is a name
+// (often the deployment's, a word of every message), not remembered for
+// the process's outputs; its secret key is.
+func TestRememberedSecretsLeaveAnAccessKeyID(t *testing.T) {
+	got := rememberedSecrets(map[string]string{"s3.access-key-id": "covmirror", "s3.secret-access-key": "Zq81secretKey"})
+	if slices.Contains(got, "covmirror") || !slices.Contains(got, "Zq81secretKey") {
+		t.Errorf("rememberedSecrets = %q; want the secret key and not the key id", got)
+	}
+}
