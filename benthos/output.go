@@ -12,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/sidecar/client"
 )
 
@@ -169,7 +170,9 @@ func (o *output) Connect(ctx context.Context) error {
 		rec, err = acquirePod(o.dest.pod, newSlog(o.log))
 	}
 	if err != nil {
-		return err
+		// Benthos logs it as it is: a tier's error may quote a DSN or a
+		// catalog's echo of its credentials.
+		return redact.Error(err)
 	}
 	o.rec, o.leave = rec, joinReplays(o.dest)
 	return nil

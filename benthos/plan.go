@@ -13,6 +13,7 @@ import (
 
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/gapstate"
+	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/recovery"
 	"github.com/covmirror/covmirror/sidecar/client"
 	"github.com/covmirror/covmirror/tier"
@@ -160,9 +161,9 @@ func (in *planInput) Connect(ctx context.Context) error {
 		tasks, err = tierPlan(ctx, in.dest.pod.Tier, in.opts)
 	}
 	if errors.Is(err, recovery.ErrPlanTruncated) {
-		in.log.Warnf("covmirror_plan: %v: emitting the first %d tasks; run the replay again for the rest", err, len(tasks))
+		in.log.Warnf("covmirror_plan: %v: emitting the first %d tasks; run the replay again for the rest", redact.Error(err), len(tasks))
 	} else if err != nil {
-		return fmt.Errorf("covmirror_plan: reading the plan: %w", err)
+		return fmt.Errorf("covmirror_plan: reading the plan: %w", redact.Error(err))
 	}
 	in.log.Infof("covmirror_plan: %d tasks to replay", len(tasks))
 	in.tasks, in.read = tasks, true

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // slogHandler sends covmirror's log lines (the pod's) to Benthos' logger,
@@ -35,7 +37,9 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 		add(a)
 	}
 	r.Attrs(add)
-	switch msg := b.String(); {
+	// Redacted as the commands' logger redacts: an attribute may be a
+	// tier's error quoting a credential.
+	switch msg := redact.Text(b.String(), false); {
 	case r.Level >= slog.LevelError:
 		h.l.Error(msg)
 	case r.Level >= slog.LevelWarn:

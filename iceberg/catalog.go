@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -70,6 +71,10 @@ func OpenCatalog(ctx context.Context, name string, props map[string]string) (cat
 			return nil, err
 		}
 	}
+	// Remembered for every later output of the process: the catalog's
+	// errors after it opened, and those of the FileIO its keys open, are
+	// printed far from these properties.
+	redact.Remember(rememberedSecrets(props)...)
 	cat, err := catalog.Load(ctx, name, ice.Properties(props))
 	if err != nil {
 		// The uri as redact.URL shows it (scheme, host and path): its
@@ -111,24 +116,67 @@ func keys(m map[string]string) string {
 // propSecrets are the catalog properties an error must not show, by key
 // (a credential, token, password, signature or S3 key, and every header.*
 // a REST catalog sends, whose names are the vendor's: X-Vendor-Auth), and
-// the uri's user information: the catalog's own errors may quote them.
+// the user information of any property that is a URL (the uri, and a
+// warehouse=s3://KEY:SECRET@bucket/ a REST catalog sends in a query): the
+// catalog's own errors may quote them, percent-encoded where no shape
+// finds them.
 func propSecrets(props map[string]string) []string {
 	var out []string
 	for k, v := range props {
 		if secretProp(k) {
 			out = append(out, v)
 		}
+		out = append(out, userSecrets(v)...)
 	}
-	if u, err := url.Parse(props["uri"]); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			out = append(out, pw, url.QueryEscape(pw))
-		} else if u.Scheme == "http" || u.Scheme == "https" {
-			// https://TOKEN@catalog/: a user name alone is a token (a
-			// database URL's is its role, which its errors name).
-			out = append(out, u.User.Username(), url.QueryEscape(u.User.Username()))
+	return out
+}
+
+// rememberedSecrets are propSecrets but for an access key's id (an S3
+// access-key-id), a name rather than a secret, often a word of the text
+// (the deployment's name) that every later output would lose.
+func rememberedSecrets(props map[string]string) []string {
+	id := make(map[string]bool)
+	for k, v := range props {
+		lk := strings.ToLower(k)
+		if strings.HasSuffix(lk, "key-id") || strings.HasSuffix(lk, "key_id") || strings.HasSuffix(lk, "keyid") {
+			id[v] = true
+		}
+	}
+	var out []string
+	for _, s := range propSecrets(props) {
+		if !id[s] {
+			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// openUserInfo is a URL's user information up to its last @, for a value
+// url.Parse refuses (a password holding a /).
+var openUserInfo = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://([^\s"<>]*)@`)
+
+// userSecrets are the credentials in v's user information, if v is a URL:
+// its password, or for http(s) a user name alone.
+func userSecrets(v string) []string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		if m := openUserInfo.FindStringSubmatch(v); m != nil {
+			// Unparsable: the whole user information, and what follows
+			// its first colon, whichever an echo quotes.
+			_, pw, _ := strings.Cut(m[1], ":")
+			return []string{m[1], pw}
+		}
+		return nil
+	}
+	if pw, ok := u.User.Password(); ok {
+		return []string{pw}
+	}
+	if u.Scheme == "http" || u.Scheme == "https" {
+		// https://TOKEN@catalog/: a user name alone is a token (a database
+		// URL's is its role, which its errors name).
+		return []string{u.User.Username()}
+	}
+	return nil
 }
 
 // secretProp reports whether a catalog property's value may be a

@@ -46,6 +46,13 @@ func NewPostgres(url, deployment string, opts Options) (Lease, error) {
 	if deployment == "" {
 		return nil, errors.New("lease: NewPostgres: name the deployment (its schema)")
 	}
+	// Remembered for every later output (the lease's logs too): a server
+	// may quote the password it was sent.
+	if cfg.Password != cfg.User {
+		// A password that is the role's name hides nothing, and
+		// redacting it would hide the role every error names.
+		redact.Remember(cfg.Password)
+	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "covmirror lease\x00%s\x00%s", deployment, opts.Role)
 	b := &pgBackend{opts: opts, url: url, key: int64(h.Sum64()),

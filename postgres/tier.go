@@ -79,6 +79,14 @@ func Open(ctx context.Context, opts Options) (*Tier, error) {
 		t.ownsPool = true
 	}
 	cc := t.pool.Config().ConnConfig
+	// Remembered for every later output: a server (or a proxy) may quote
+	// the password it was sent, and PGPASSWORD or .pgpass gives one no
+	// shape of the URL shows.
+	if cc.Password != cc.User {
+		// A password that is the role's name hides nothing, and
+		// redacting it would hide the role every error names.
+		redact.Remember(cc.Password)
+	}
 	t.name = fmt.Sprintf("postgres %q, database %q, schema %s", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))), cc.Database, pgx.Identifier{opts.Schema}.Sanitize())
 	if err := t.init(ctx); err != nil {
 		t.Close()

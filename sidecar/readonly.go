@@ -9,8 +9,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // ReadOnlyOptions configures NewReadOnly: the pod's metrics listener, which
@@ -79,7 +82,7 @@ func NewReadOnly(opts ReadOnlyOptions) (*ReadOnly, error) {
 	}
 	s := &ReadOnly{opts: opts}
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: errorLog(opts.Logger)}
 	return s, nil
 }
 
@@ -165,6 +168,12 @@ type probeAnswer struct {
 // probeReply writes a probe's answer: plain text, "ok" or one failing reason
 // a line, or JSON when the Accept header asks for it.
 func probeReply(w http.ResponseWriter, r *http.Request, code int, reasons []string) {
+	// A reason quotes a tier's error (a driver's DSN, a catalog's echo):
+	// redacted as the API's 5xx answers are.
+	reasons = slices.Clone(reasons)
+	for i := range reasons {
+		reasons[i] = redact.Text(reasons[i], false)
+	}
 	if wantsJSON(r.Header.Get("Accept")) {
 		a := probeAnswer{Status: "ok", Reasons: reasons}
 		if code != http.StatusOK {

@@ -145,3 +145,28 @@ func TestReadyzNamesEachReason(t *testing.T) {
 		t.Fatalf("/healthz of a failed store: %d %q", rec.Code, rec.Body)
 	}
 }
+
+// TestProbesRedactTheirReasons: a failing reason quotes a tier's error
+// (a driver's, which may hold a DSN with its password, or a server's echo
+// of a token): /healthz and /readyz, plain and JSON, show it redacted.
+func TestProbesRedactTheirReasons(t *testing.T) {
+	const secret = "Rz4kProbePassword"
+	failing := "dial postgres://ops:" + secret + "@db:5432/lake: refused; Authorization: Bearer " + secret
+	s, err := NewReadOnly(ReadOnlyOptions{Metrics: http.NotFoundHandler(),
+		Live:  func() error { return errors.New(failing) },
+		Ready: func(context.Context) []string { return []string{"durable-tier: " + failing} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		for _, accept := range []string{"", "application/json"} {
+			rec := do(s.Handler(), "GET", path, "", "Accept", accept)
+			if rec.Code != 503 || !strings.Contains(rec.Body.String(), "refused") {
+				t.Fatalf("%s (Accept %q): %d %q: not the failing reason", path, accept, rec.Code, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), secret[:8]) {
+				t.Errorf("%s (Accept %q) shows the password: %s", path, accept, rec.Body)
+			}
+		}
+	}
+}

@@ -52,6 +52,7 @@ func New(opts Options) (*Server, error) {
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		WriteTimeout:      opts.WriteTimeout,
 		IdleTimeout:       opts.IdleTimeout,
+		ErrorLog:          errorLog(opts.Logger),
 	}
 	return s, nil
 }

@@ -495,8 +495,10 @@ class Client:
                 # request may have been recorded, and again is harmless.
                 # Bounded: http.client's error quotes a status line it could
                 # not parse, up to 64 KiB.
+                # Not chained to e: a traceback prints a cause whole, and
+                # http.client's quotes the line it could not parse, an echo
+                # of the request's Authorization among them.
                 last = Unavailable(None, {"error": _bounded("%s: %s" % (type(e).__name__, e), MAX_TRANSPORT_TEXT, secrets), "rule": None}, route)
-                last.__cause__ = e
             else:
                 if 200 <= status < 300:
                     if cut:
@@ -557,9 +559,11 @@ class Client:
                 _check_name("sink name", e.get("sink"), i)
                 _check_name("topic name", e.get("topic"), i)
         ans = self._request("POST", "/v1/records", body, content_type)
-        got = ans.get("recorded") if isinstance(ans, dict) else None
+        # A count or nothing: any other value is an echo, never printed.
+        got = _count(ans.get("recorded")) if isinstance(ans, dict) else None
         if got != len(entries):
-            raise BadAnswer(200, {"error": "the answer says %r recorded of %d entries sent: treat them as not recorded" % (got, len(entries))}, "POST /v1/records")
+            said = "no count" if got is None else "%d" % got
+            raise BadAnswer(200, {"error": "the answer says %s recorded of %d entries sent: treat them as not recorded" % (said, len(entries))}, "POST /v1/records")
         return got
 
     def record_states(self, entries):

@@ -8,4 +8,7 @@
 // part. Redaction runs on the whole text before any truncation, and a text
 // that was cut short (by a read bound) loses a tail that could be the start
 // of a credential, so that no cut ever leaves a credential's prefix.
+// A credential told only by where it was configured (a catalog's
+// header.* value) is remembered (Remember) for every later redaction of
+// the process.
 package redact

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -45,7 +47,7 @@ var shapes = []struct {
 // authority that its @ may have followed, is dropped then.
 func Text(s string, cut bool, secrets ...string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	secrets = encoded(secrets)
+	secrets = encoded(append(remembered(), secrets...))
 	for _, sec := range longestFirst(secrets) {
 		s = strings.ReplaceAll(s, sec, Mark)
 	}
@@ -59,6 +61,34 @@ func Text(s string, cut bool, secrets ...string) string {
 		s = sh.re.ReplaceAllString(s, sh.with)
 	}
 	return s
+}
+
+// known are the secrets Remember was given.
+var known struct {
+	sync.RWMutex
+	secrets []string
+}
+
+// Remember makes every later Text (and Error, Bounded) of this process
+// replace secrets too, whether or not its caller names them: a credential
+// told from other text only by where it was configured (a REST catalog's
+// header.X-Vendor-Auth value), which an error from deep in a tier may
+// quote long after, to a caller that knows no settings (the CLI's last
+// word, the logger, an HTTP answer). Shorter than MinSecret: ignored.
+func Remember(secrets ...string) {
+	known.Lock()
+	defer known.Unlock()
+	for _, s := range secrets {
+		if len(s) >= MinSecret && !slices.Contains(known.secrets, s) {
+			known.secrets = append(known.secrets, s)
+		}
+	}
+}
+
+func remembered() []string {
+	known.RLock()
+	defer known.RUnlock()
+	return slices.Clone(known.secrets)
 }
 
 // openAuthority is a URL at the end of a text cut short without an @: its

@@ -3,11 +3,13 @@ that are not the pod: run with the other tests by the Go test
 TestPythonClient (COVMIRROR_SEED sets the seed, printed on a failure)."""
 
 import http.server
+import json
 import os
 import random
 import socket
 import threading
 import time
+import traceback
 import unittest
 
 import covmirror_client as cm
@@ -51,6 +53,10 @@ class _EchoHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             pass  # the client stopped reading at its bound
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
 
 
 class SecretsTest(unittest.TestCase):
@@ -195,6 +201,61 @@ class SecretsTest(unittest.TestCase):
         for line in logs.output:
             self.assertLess(len(line), 4096)
         c.close()
+
+    def test_traceback_never_carries_an_echoed_token(self):
+        """A server whose status line is the request's Authorization line:
+        neither the exception nor its traceback, causes included, holds
+        the token (http.client's own error quotes the line whole)."""
+        ls = socket.socket()
+        ls.bind(("127.0.0.1", 0))
+        ls.listen()
+        self.addCleanup(ls.close)
+
+        def serve():
+            while True:
+                try:
+                    s, _ = ls.accept()
+                except OSError:
+                    return
+                with s:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        got = s.recv(1 << 16)
+                        if not got:
+                            break
+                        data += got
+                    auth = [l for l in data.split(b"\r\n") if l.lower().startswith(b"authorization")]
+                    s.sendall((auth or [b"none"])[0] + b"\r\n\r\n")
+
+        threading.Thread(target=serve, daemon=True).start()
+        for attempts in (1, 2):
+            with self.subTest(max_attempts=attempts):
+                c = cm.Client("http://127.0.0.1:%d" % ls.getsockname()[1], token=self.token,
+                              max_attempts=attempts, min_wait=0, max_wait=0)
+                with self.assertLogs("covmirror_client", level="WARNING") as logs:
+                    cm._log.warning("the logs of this call:")
+                    with self.assertRaises(cm.Unavailable) as cx:
+                        c.gaps()
+                out = "".join(traceback.format_exception(type(cx.exception), cx.exception, cx.exception.__traceback__))
+                out += "\n".join(logs.output)
+                self.assertIn("BadStatusLine", out)
+                self.assertIsNone(leaked(out, self.token), "seed %d: %s" % (SEED, out))
+                c.close()
+
+    def test_record_count_echo_is_not_printed(self):
+        """A 200 whose recorded is not a count (an echo of the request's
+        Authorization): BadAnswer, without that value."""
+        self.srv.status = 200
+        self.srv.body = b""
+        for bad in ("Bearer " + self.token, [self.token], {"t": self.token}, True):
+            with self.subTest(bad=type(bad).__name__):
+                self.srv.body = json.dumps({"recorded": bad}).encode()
+                c = cm.Client(self.url, token=self.token, max_attempts=1)
+                with self.assertRaises(cm.BadAnswer) as cx:
+                    c.record([{"sink": "lake", "topic": "orders", "partition": 0, "start": 0, "end": 1}])
+                self.assertIsNone(leaked(str(cx.exception), self.token), "seed %d: %s" % (SEED, cx.exception))
+                self.assertIn("no count", str(cx.exception))
+                c.close()
 
     def test_success_answer_is_bounded(self):
         """A 2xx past max_answer raises BadAnswer after one request: not
