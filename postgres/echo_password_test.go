@@ -45,7 +45,7 @@ func echoPasswordServer(t *testing.T) string {
 				body, err := read(c, false)
 				if err == nil && binary.BigEndian.Uint32(body) == 80877103 { // SSLRequest: no
 					_, _ = c.Write([]byte{'N'})
-					body, err = read(c, false)
+					_, err = read(c, false)
 				}
 				if err != nil {
 					return
