@@ -3,79 +3,21 @@ package lease_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/covmirror/covmirror/lease"
 )
-
-// echoPasswordServer is a PostgreSQL server that asks for the password in
-// clear and refuses it with an error quoting it: what a proxy in the way,
-// or a server's extension, may send. It returns its address.
-func echoPasswordServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	msg := func(typ byte, body []byte) []byte {
-		out := []byte{typ, 0, 0, 0, 0}
-		binary.BigEndian.PutUint32(out[1:], uint32(len(body)+4))
-		return append(out, body...)
-	}
-	read := func(c net.Conn, typed bool) ([]byte, error) {
-		head := make([]byte, 4)
-		if typed {
-			head = make([]byte, 5)
-		}
-		if _, err := io.ReadFull(c, head); err != nil {
-			return nil, err
-		}
-		body := make([]byte, binary.BigEndian.Uint32(head[len(head)-4:])-4)
-		_, err := io.ReadFull(c, body)
-		return body, err
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				body, err := read(c, false)
-				if err == nil && binary.BigEndian.Uint32(body) == 80877103 { // SSLRequest: no
-					_, _ = c.Write([]byte{'N'})
-					_, err = read(c, false)
-				}
-				if err != nil {
-					return
-				}
-				_, _ = c.Write(msg('R', []byte{0, 0, 0, 3})) // cleartext password
-				pw, err := read(c, true)
-				if err != nil {
-					return
-				}
-				pw = []byte(strings.TrimRight(string(pw), "\x00"))
-				text := "password authentication failed: got " + string(pw) + "\x00"
-				_, _ = c.Write(msg('E', []byte("SFATAL\x00VFATAL\x00C28P01\x00M"+text+"Ddetail "+string(pw)+"\x00\x00")))
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // TestPostgresNeverLogsAnEchoedPassword: a server that quotes the
 // password it was sent in its error: the lease's log of the failed attempt
 // holds no piece of it.
 func TestPostgresNeverLogsAnEchoedPassword(t *testing.T) {
 	const secret = "Lq3wEchoedLeasePassword"
-	addr := echoPasswordServer(t)
+	addr := catalogtest.EchoPasswordServer(t)
 	var logs bytes.Buffer
 	l, err := lease.NewPostgres("postgres://u:"+secret+"@"+addr+"/db?sslmode=disable", "deploy",
 		lease.Options{Role: "fleet", Holder: "a", TTL: pgTTL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
