@@ -67,6 +67,13 @@ func SameDecision(a, b *Event) bool {
 	return a.ID == b.ID && a.Destination == b.Destination && a.Range == b.Range && a.State == b.State && a.Reason == b.Reason
 }
 
+// SameCopy reports whether a and b are one copy of an event: the same
+// decision by the same writer at the same time, At compared to the
+// microsecond every tier keeps.
+func SameCopy(a, b *Event) bool {
+	return SameDecision(a, b) && a.By == b.By && a.At.Truncate(time.Microsecond).Equal(b.At.Truncate(time.Microsecond))
+}
+
 // Event is one recorded decision about Range of Destination.
 type Event struct {
 	// ID names the event uniquely; tiers keep one copy per ID, so a

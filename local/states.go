@@ -41,13 +41,6 @@ type StateDiagnostics struct {
 
 func stateKey(id string) []byte { return append([]byte{kindState}, id...) }
 
-// sameEvent reports whether a and b are one copy (At compared as an
-// instant: a copy read back from disk carries another location).
-func sameEvent(a, b *gapstate.Event) bool {
-	return a.ID == b.ID && a.Destination == b.Destination && a.Range == b.Range && a.State == b.State &&
-		a.Reason == b.Reason && a.By == b.By && a.At.Equal(b.At)
-}
-
 // RecordStates keeps events, each validated first (nothing is written if
 // one is invalid), as pending gap states, synced to disk before it returns
 // nil whatever Options.Sync says: an operator's decision is rare and must
@@ -82,7 +75,7 @@ func (s *Store) RecordStates(ctx context.Context, events []gapstate.Event) error
 			return fmt.Errorf("%w: event %q: the ID is held for %s %v of %q (%q), not %s %v of %q (%q): give this decision a new ID",
 				gapstate.ErrIDTaken, e.ID, old.Event.State, old.Event.Range, old.Event.Destination.String(), old.Event.Reason, e.State, e.Range, e.Destination.String(), e.Reason)
 		}
-		if old != nil && (sameEvent(&old.Event, e) || !gapstate.First(e, &old.Event)) {
+		if old != nil && (gapstate.SameCopy(&old.Event, e) || !gapstate.First(e, &old.Event)) {
 			continue
 		}
 		keep[e.ID] = &storedState{Event: *e}
@@ -148,7 +141,7 @@ func (s *Store) MarkStatesShipped(ctx context.Context, events []gapstate.Event) 
 	marks := map[string]*storedState{}
 	for i := range events {
 		e := &events[i]
-		if st := s.states[e.ID]; st != nil && !st.Shipped && sameEvent(&st.Event, e) {
+		if st := s.states[e.ID]; st != nil && !st.Shipped && gapstate.SameCopy(&st.Event, e) {
 			marks[e.ID] = &storedState{Event: st.Event, Shipped: true}
 		}
 	}

@@ -31,7 +31,7 @@ func (m stateModel) record(events []gapstate.Event) (taken bool) {
 		if ok && !gapstate.SameDecision(&old.Event, &e) {
 			return true
 		}
-		if ok && (sameEvent(&old.Event, &e) || !gapstate.First(&e, &old.Event)) {
+		if ok && (gapstate.SameCopy(&old.Event, &e) || !gapstate.First(&e, &old.Event)) {
 			continue
 		}
 		next[e.ID] = StateDiagnostics{Event: e}
@@ -138,7 +138,7 @@ func TestStatesAgainstModel(t *testing.T) {
 				t.Fatalf("seed %d step %d: MarkStatesShipped: %v", seed, step, err)
 			}
 			for _, e := range marks {
-				if st, ok := model[e.ID]; ok && sameEvent(&st.Event, &e) {
+				if st, ok := model[e.ID]; ok && gapstate.SameCopy(&st.Event, &e) {
 					st.Shipped = true
 					model[e.ID] = st
 				}
@@ -169,7 +169,7 @@ func TestStatesAgainstModel(t *testing.T) {
 func checkStates(t *testing.T, at string, s *Store, model stateModel, covered map[coverage.Destination]*coverage.RangeSet) {
 	t.Helper()
 	ctx := context.Background()
-	if got, want := s.PendingStates(), model.pending(); len(got) != len(want) || !slices.EqualFunc(got, want, func(a, b gapstate.Event) bool { return sameEvent(&a, &b) }) {
+	if got, want := s.PendingStates(), model.pending(); len(got) != len(want) || !slices.EqualFunc(got, want, func(a, b gapstate.Event) bool { return gapstate.SameCopy(&a, &b) }) {
 		t.Fatalf("%s: pending states %v, want %v", at, got, want)
 	}
 	diag, err := s.Diagnostics(ctx)

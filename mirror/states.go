@@ -89,7 +89,7 @@ func (m *Mirror) shipStates(ctx context.Context) (int, error) {
 	var missing, other []string
 	for _, e := range pending {
 		switch {
-		case slices.ContainsFunc(copies[e.ID], func(h gapstate.Event) bool { return sameCopy(&h, &e) }):
+		case slices.ContainsFunc(copies[e.ID], func(h gapstate.Event) bool { return gapstate.SameCopy(&h, &e) }):
 			shipped = append(shipped, e)
 		case len(copies[e.ID]) > 0:
 			other = append(other, e.ID)
@@ -111,11 +111,4 @@ func (m *Mirror) shipStates(ctx context.Context) (int, error) {
 		return 0, errors.Join(short, fmt.Errorf("the durable tier holds %d gap states; marking them shipped failed, they are appended again", len(shipped)), err)
 	}
 	return len(shipped), short
-}
-
-// sameCopy reports whether a and b are one copy of an event, At compared
-// to the microsecond every tier keeps.
-func sameCopy(a, b *gapstate.Event) bool {
-	return a.ID == b.ID && a.Destination == b.Destination && a.Range == b.Range && a.State == b.State &&
-		a.Reason == b.Reason && a.By == b.By && a.At.Truncate(time.Microsecond).Equal(b.At.Truncate(time.Microsecond))
 }
