@@ -191,7 +191,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 		t.Fatalf("docs/sidecar-api.md's curl lines for /v1/records and the socket: %q", curlLines)
 	}
 	var out []byte
-	for i, want := range []string{`{"recorded":1}`, `"checkpoints":1`} {
+	for i, want := range []string{`{"recorded":2}`, `"checkpoints":1`} {
 		line := strings.NewReplacer("127.0.0.1:9464", p.addr, "/run/covmirror/api.sock", p.socket, "/etc/covmirror/token", tokenFile, "curl ", curl+" ").Replace(curlLines[i])
 		out, err = exec.Command("sh", "-c", line).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want) {
