@@ -67,15 +67,5 @@ func AddSource(sources map[string]string, kv string) error {
 }
 
 // ParseSinks reads sink names, comma-separated, each valid
-// (recovery.PlanOptions.Sinks).
-func ParseSinks(v string) ([]string, error) {
-	var sinks []string
-	for _, name := range strings.Split(v, ",") {
-		d := coverage.Destination{Sink: name, Topic: "t"} // exact bytes: " lake" is its own sink
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
-		}
-		sinks = append(sinks, d.Sink)
-	}
-	return sinks, nil
-}
+// (recovery.PlanOptions.Sinks; coverage.ParseSinks).
+func ParseSinks(v string) ([]string, error) { return coverage.ParseSinks(v) }
