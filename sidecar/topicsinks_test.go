@@ -60,7 +60,7 @@ func TestTopicSinksOverTheAPI(t *testing.T) {
 	}
 	ts := func(v string) string { return "topic-sinks=" + url.QueryEscape(v) }
 	check("sinks=pg,es,lake", "lake/clicks [0,500)")
-	check("sinks=pg,es&"+ts("orders=pg,es,lake"))
+	check("sinks=pg,es&" + ts("orders=pg,es,lake"))
 	check(ts("orders=pg,es,lake")+"&"+ts("clicks=pg,es,warehouse"), "warehouse/clicks [0,500)")
 	check("sinks=warehouse&"+ts("clicks="), "warehouse/orders [0,10)")
 	check("", "warehouse/clicks [0,500)") // the server's pair
