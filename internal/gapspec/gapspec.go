@@ -144,12 +144,7 @@ func Parse(d *datadriven.TestData) (Case, error) {
 		case "sinks":
 			c.Sinks = slices.Clone(a.Vals)
 		case "topic-sinks":
-			c.TopicSinks = map[string][]string{}
-			for _, entry := range strings.Split(strings.Join(a.Vals, ","), ";") {
-				if err = coverage.AddTopicSinks(c.TopicSinks, entry); err != nil {
-					break
-				}
-			}
+			c.TopicSinks, err = parseTopicSinks(a.Vals)
 		default:
 			err = fmt.Errorf("unknown argument %q", a.Key)
 		}
