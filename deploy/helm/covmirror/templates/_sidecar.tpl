@@ -28,6 +28,9 @@ value of serve --fleet. */}}
     {{- if $v.sidecar.sinks }}
     - --sinks={{ join "," $v.sidecar.sinks }}
     {{- end }}
+    {{- range $topic, $sinks := $v.sidecar.topicSinks }}
+    - {{ printf "--topic-sinks=%s=%s" $topic (join "," $sinks) | quote }}
+    {{- end }}
     {{- if $v.sidecar.sync }}
     - --sync
     {{- end }}
