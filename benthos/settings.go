@@ -27,6 +27,11 @@ const (
 	fieldSidecar = "sidecar"
 )
 
+// durableLint is pod.durable's lint: not one of the tiers, without the
+// value.
+var durableLint = fmt.Sprintf(`root = if ![%q, %q, %q].contains(this.string()) { "pod.durable is not one of %[1]s, %[2]s or %[3]s (the value given is not repeated: it may be a credential)" }`,
+	tier.Iceberg, tier.Object, tier.Postgres)
+
 // podField is the in-process pod's settings: the settings of `covmirror
 // serve`, each with serve's default.
 func podField() *service.ConfigField {
@@ -34,6 +39,9 @@ func podField() *service.ConfigField {
 		service.NewStringField("state").Default(tier.DefaultState).
 			Description("The state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (serve's `state`)."),
 		service.NewStringEnumField("durable", tier.Iceberg, tier.Object, tier.Postgres).Default(tier.Iceberg).
+			// Not Benthos' lint of an enum, which quotes the value given (a
+			// DSN written here by mistake, its password included).
+			LintRule(durableLint).
 			Description("The durable tier: `iceberg` (the coverage table in raw's catalog), `object` (a sink object per sink under `object.url`) or `postgres` (coverage rows in raw's PostgreSQL at `postgres.url`)."),
 		// Secret: a catalog's properties carry its credential, token and S3
 		// keys, scrubbed wherever Benthos prints a configuration.
