@@ -51,8 +51,8 @@ func podField() *service.ConfigField {
 		service.NewStringField("table").Default(iceberg.DefaultTableName).Description("The coverage table's name."),
 		service.NewStringField("writer").Default("").Description("This process's name in the rows it writes; empty: the host name."),
 		service.NewObjectField("object",
-			service.NewStringField("url").Default("").Description("`s3://BUCKET/PREFIX` or `file:///DIR`; empty: a directory under `state`."),
-			service.NewStringField("s3_endpoint").Default("").Description("An S3-compatible store's endpoint; empty: AWS. Credentials come from the AWS environment."),
+			service.NewStringField("url").Default("").Secret().Description("`s3://BUCKET/PREFIX` or `file:///DIR`; empty: a directory under `state`. Scrubbed where Benthos prints a configuration, as every URL field of the plugins: a URL may carry user information."),
+			service.NewStringField("s3_endpoint").Default("").Secret().Description("An S3-compatible store's endpoint; empty: AWS. Credentials come from the AWS environment. Scrubbed where Benthos prints a configuration: a URL may carry user information."),
 			service.NewStringField("s3_region").Default("").Description("The S3 region; empty: the AWS environment's."),
 			service.NewBoolField("s3_force_path_style").Default(false).Description("Address buckets as endpoint/BUCKET."),
 			service.NewStringField("layout").Default("sinks").Description("How checkpoints are written: `sinks` (one object per sink under a compare-and-swap every pod meets) or `deltas` (one write-once object per checkpoint, folded by the fleet role)."),
@@ -79,7 +79,11 @@ func podField() *service.ConfigField {
 // sidecarField is a running pod's record API.
 func sidecarField() *service.ConfigField {
 	return service.NewObjectField(fieldSidecar,
-		service.NewStringField("address").Default("").Description("The record API's base URL or HOST:PORT, as `covmirror serve --addr` printed it."),
+		// Secret: a URL's user information (refused, but printed by
+		// echo before it is), scrubbed wherever Benthos prints a
+		// configuration; Benthos offers no scrubber of the user
+		// information alone for a field that may be HOST:PORT.
+		service.NewStringField("address").Default("").Secret().Description("The record API's base URL or HOST:PORT, as `covmirror serve --addr` printed it. Scrubbed where Benthos prints a configuration: a URL may carry user information."),
 		service.NewStringField("socket").Default("").Description("The record API's Unix socket (`covmirror serve --socket`)."),
 		service.NewStringField("token").Default("").Secret().Description("The bearer token of `covmirror serve --token-file`."),
 	).Description("A running pod (`covmirror serve`) to record into instead of a pod in this process: give `address` or `socket`; then `pod` is not used.")
