@@ -117,8 +117,9 @@ func TestConfigErrorsNeverEchoACredential(t *testing.T) {
 					fmt.Fprintln(&said, err)
 				} else {
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					fmt.Fprintln(&said, st.Run(ctx))
+					fmt.Fprintln(&said, st.Run(ctx)) // returns at ctx's end without stopping the stream
 					cancel()
+					_ = st.StopWithin(time.Minute) // closes the output: the process's pod
 				}
 				said.WriteString(logs.String())
 				if strings.Contains(said.String(), s[:6]) {

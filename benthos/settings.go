@@ -27,10 +27,17 @@ const (
 	fieldSidecar = "sidecar"
 )
 
-// durableLint is pod.durable's lint: not one of the tiers, without the
-// value.
-var durableLint = fmt.Sprintf(`root = if ![%q, %q, %q].contains(this.string()) { "pod.durable is not one of %[1]s, %[2]s or %[3]s (the value given is not repeated: it may be a credential)" }`,
-	tier.Iceberg, tier.Object, tier.Postgres)
+// durableLint is pod.durable's lint: not one of the tiers. The value
+// given is repeated only when it is a short lowercase word (a misspelt
+// tier), never otherwise: Benthos' lint of an enum quotes it whatever it
+// is, a DSN written there by mistake with its password.
+var durableLint = fmt.Sprintf(`root = if ![%q, %q, %q].contains(this.string()) {
+  if this.string().re_match("^[a-z]{1,16}$") {
+    "pod.durable %%q is not one of %[1]s, %[2]s or %[3]s".format(this.string())
+  } else {
+    "pod.durable is not one of %[1]s, %[2]s or %[3]s (the value given is not repeated: it may be a credential)"
+  }
+}`, tier.Iceberg, tier.Object, tier.Postgres)
 
 // podField is the in-process pod's settings: the settings of `covmirror
 // serve`, each with serve's default.
