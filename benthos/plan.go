@@ -41,6 +41,7 @@ Run the replay stream again until it emits nothing: what it wrote is committed w
 			).Default([]any{}).Description("The source's acknowledged extents: raw's holes are looked for over all of each (a stream's first or last stretch lost on every sink is found)."),
 			service.NewStringField("reference").Default(coverage.RawSink).Description("Raw's sink name."),
 			service.NewStringListField("sinks").Default([]any{}).Description("The sinks every topic is written to, besides the sinks with coverage rows of each topic."),
+			topicSinksField("the plan replays a sink only in the topics it is named for and those it has rows of."),
 			service.NewIntField("max_batches").Default(recovery.DefaultMaxBatches).Description("The most batches one task of the plan covers."),
 			service.NewIntField("replay_batch_max").Default(DefaultReplayBatchMax).Description("The most batches one message hands the replay: a task is cut into pieces of at most this many, and fewer once the sink's covmirror output in this process has timed its writes (half its `timeout` at the observed time per message), so that a child writes a piece within the output's timeout."),
 			podField(),
@@ -82,6 +83,9 @@ func newPlanInput(conf *service.ParsedConfig, res *service.Resources) (service.I
 		return nil, err
 	}
 	if in.opts.Sinks, err = conf.FieldStringList("sinks"); err != nil {
+		return nil, err
+	}
+	if in.opts.TopicSinks, err = parseTopicSinks(conf); err != nil {
 		return nil, err
 	}
 	n, err := conf.FieldInt("max_batches")

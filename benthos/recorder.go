@@ -141,7 +141,7 @@ var settingNames = map[string]string{
 	"Tier.Object.UnsafeStore": "object.unsafe_store", "Tier.Object.Layout": "object.layout", "Tier.Postgres.URL": "postgres.url", "Tier.Postgres.Schema": "postgres.schema", "Tier.Postgres.Layout": "postgres.layout",
 	"Interval": "interval", "ReplicateEvery": "replicate_every", "Addr": "addr", "Socket": "socket", "Token": "token",
 	"MetricsAddr": "metrics_listen", "MetricsToken": "metrics_token",
-	"Sync": "sync", "Sinks": "sinks",
+	"Sync": "sync", "Sinks": "sinks", "TopicSinks": "topic_sinks",
 }
 
 // differing names the pod settings in which a and b differ, the logger

@@ -80,6 +80,7 @@ func podField() *service.ConfigField {
 		service.NewStringField("token").Default("").Secret().Description("The bearer token the pod's record API requires over TCP.").Advanced(),
 		service.NewBoolField("sync").Default(false).Description("fsync the local tier's write-ahead log at every record, so that a record survives a power loss too."),
 		service.NewStringListField("sinks").Default([]any{}).Description("The sinks the pipeline writes every topic to, for the gaps of a topic with no rows (serve's `sinks`)."),
+		topicSinksField("serve's `topic-sinks`."),
 	).Description("The pod this process runs, shared by every covmirror output of the process (one pod per process: every output must give the same settings). Used unless `sidecar` is given.")
 }
 
@@ -197,6 +198,9 @@ func parsePod(c *service.ParsedConfig) (pod.Options, error) {
 	}
 	if len(o.Sinks) == 0 {
 		o.Sinks = nil
+	}
+	if o.TopicSinks, err = parseTopicSinks(c); err != nil {
+		return o, err
 	}
 	check := o
 	check.EnsureDefaults()

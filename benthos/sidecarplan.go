@@ -34,7 +34,7 @@ func sidecarPlan(ctx context.Context, s sidecarSettings, opts recovery.PlanOptio
 		return nil, err
 	}
 	defer c.Close()
-	p, err := c.Plan(ctx, client.PlanQuery{GapsQuery: client.GapsQuery{Reference: opts.Reference, Sinks: opts.Sinks, Extents: opts.Extents},
+	p, err := c.Plan(ctx, client.PlanQuery{GapsQuery: client.GapsQuery{Reference: opts.Reference, Sinks: opts.Sinks, TopicSinks: opts.TopicSinks, Extents: opts.Extents},
 		MaxBatches: opts.MaxBatches})
 	if err != nil {
 		return nil, err

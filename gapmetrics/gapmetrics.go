@@ -33,6 +33,11 @@ type Options struct {
 	// those with rows, as recovery.PlanOptions.Sinks. Zero value: per topic, the
 	// sinks the table has rows of.
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for its
+	// keys, as recovery.PlanOptions.TopicSinks: a sink is counted missing
+	// only in the topics it is named for (and those it has rows of). Zero
+	// value: Sinks for every topic.
+	TopicSinks map[string][]string
 	// Extents, when set, gives each refresh the source's acked extents
 	// (recovery.PlanOptions.Extents): the reference's holes are then counted over
 	// them too, so a stream's first or last stretch lost on every tier is a

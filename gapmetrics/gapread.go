@@ -34,7 +34,7 @@ func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, held, err := recovery.PlanCoverageHeld(all, recovery.PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, Extents: extents, States: events})
+	tasks, held, err := recovery.PlanCoverageHeld(all, recovery.PlanOptions{Reference: g.opts.Reference, Sinks: g.opts.Sinks, TopicSinks: g.opts.TopicSinks, Extents: extents, States: events})
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,11 @@ func (g *Metrics) read(ctx context.Context) (map[string]SinkGaps, error) {
 	}
 	for _, s := range g.opts.Sinks {
 		out[s] = SinkGaps{}
+	}
+	for _, sinks := range g.opts.TopicSinks {
+		for _, s := range sinks {
+			out[s] = SinkGaps{}
+		}
 	}
 	seen := make(map[gapKey]time.Time, len(tasks))
 	for _, task := range tasks { // one task per maximal gap: MaxBatches is 0

@@ -101,6 +101,9 @@ type Options struct {
 	// Sinks are the sinks the pipeline writes every topic to (sidecar
 	// Options.Sinks).
 	Sinks []string
+	// TopicSinks are the sinks the pipeline writes each of its keys to, in
+	// place of Sinks for that topic (sidecar Options.TopicSinks).
+	TopicSinks map[string][]string
 	// Starts are the streams' declared first batch ids by topic.
 	Starts map[string]uint64
 	// Token, if set, is the bearer token every request over TCP must

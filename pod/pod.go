@@ -219,7 +219,7 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	reg.MustRegister(p.mirror.Collector(), versionmetric.Collector())
 	// Per-sink gaps from the table, refreshed by the fleet role where this
 	// pod does the fleet work (Options.Fleet).
-	gaps := gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks, Interval: gapmetrics.DefaultInterval}
+	gaps := gapmetrics.Options{Table: p.table, Logger: o.Logger, Extents: extents.Extents, Sinks: o.Sinks, TopicSinks: o.TopicSinks, Interval: gapmetrics.DefaultInterval}
 	var err error
 	if p.fleet, err = p.startFleet(ctx, reg, gaps); err != nil {
 		return err
@@ -232,7 +232,7 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 	// The coverage map: GET / (the page) and GET /v1/map (its data).
 	// "GET /{$}" matches the root alone, so other unknown GETs stay the
 	// record API's JSON 404.
-	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: p.table, Extents: extents.Extents, Sinks: o.Sinks},
+	coverageMap, err := covmap.Handler(covmap.Options{Source: covmap.TableSource{Table: p.table, Extents: extents.Extents, Sinks: o.Sinks, TopicSinks: o.TopicSinks},
 		Pending: covmap.LocalPending{Store: store}, Logger: o.Logger})
 	if err != nil {
 		return fmt.Errorf("coverage map: %w", err)
@@ -243,7 +243,7 @@ func (p *Pod) startSidecar(ctx context.Context, store *local.Store, positions co
 		hosts = append(hosts, host)
 	}
 	opts := sidecar.Options{Mirror: p.mirror, Local: store, Durable: p.tier, Positions: positions, Sources: o.Sources,
-		MaxBodyBytes: o.MaxBodyBytes, Extra: extra, Logger: o.Logger, Starts: o.Starts, Extents: extents, Sinks: o.Sinks,
+		MaxBodyBytes: o.MaxBodyBytes, Extra: extra, Logger: o.Logger, Starts: o.Starts, Extents: extents, Sinks: o.Sinks, TopicSinks: o.TopicSinks,
 		Token: o.Token, AllowedHosts: hosts}
 	if o.Token != "" {
 		opts.PublicPaths = []string{"/"} // the map's page holds no data and asks for the token itself

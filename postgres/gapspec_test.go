@@ -51,7 +51,7 @@ func TestGapSpec(t *testing.T) {
 			}
 			return out
 		}
-		p := QueryParams{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}
+		p := QueryParams{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks, TopicSinks: c.TopicSinks}
 		summary, err := tier.Query(ctx, "summary", p)
 		if err != nil {
 			t.Fatalf("summary %+v: %v", p, err)

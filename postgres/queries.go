@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -54,9 +55,13 @@ type QueryParams struct {
 	// Sinks are sinks every topic is written to, as
 	// recovery.PlanOptions.Sinks: besides the sinks with rows of a topic,
 	// each lacks the reference's ranges of every topic it has no rows of.
-	// They select nothing (Sink does). They are passed as one parameter,
-	// $6, a JSON array of names.
+	// They select nothing (Sink does). They are passed with TopicSinks as
+	// one parameter, $6 (see QueryText).
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for its
+	// keys (coverage.SinksFor: an empty list names none for its topic).
+	// Zero value: Sinks for every topic.
+	TopicSinks map[string][]string
 }
 
 // args are the six positional parameters every query declares, in order.
@@ -81,26 +86,40 @@ func (p QueryParams) args() ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sinks, err := sinksJSON(p.Sinks)
+	sinks, err := sinksJSON(p.Sinks, p.TopicSinks)
 	if err != nil {
 		return nil, err
 	}
 	return []any{ref, orNull(p.Sink), orNull(p.Topic), part, extents, sinks}, nil
 }
 
-// sinksJSON is names, validated, sorted and each once, as the JSON array
-// the queries expand with jsonb_array_elements_text.
-func sinksJSON(names []string) (string, error) {
-	names = slices.Compact(slices.Sorted(slices.Values(names)))
-	for _, s := range names {
-		if err := (coverage.Destination{Sink: s, Topic: "topic"}).Validate(); err != nil {
-			return "", fmt.Errorf("postgres: named sink %q: %w", s, err)
+// namedSink is one object of $6: a NULL topic names a sink of every topic
+// without objects of its own, a NULL sink lists a topic with none named.
+type namedSink struct {
+	Topic *string `json:"topic"`
+	Sink  *string `json:"sink"`
+}
+
+// sinksJSON is the named sinks, validated, sorted and each once, as the
+// JSON array of namedSink the queries expand with jsonb_to_recordset.
+func sinksJSON(def []string, perTopic map[string][]string) (string, error) {
+	if err := coverage.ValidateNamedSinks(def, perTopic); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	rows := []namedSink{}
+	for _, s := range slices.Compact(slices.Sorted(slices.Values(def))) {
+		rows = append(rows, namedSink{Sink: &s})
+	}
+	for _, topic := range slices.Sorted(maps.Keys(perTopic)) {
+		sinks := slices.Compact(slices.Sorted(slices.Values(perTopic[topic])))
+		if len(sinks) == 0 {
+			rows = append(rows, namedSink{Topic: &topic})
+		}
+		for _, s := range sinks {
+			rows = append(rows, namedSink{Topic: &topic, Sink: &s})
 		}
 	}
-	if len(names) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(names)
+	b, err := json.Marshal(rows)
 	if err != nil {
 		return "", fmt.Errorf("postgres: the named sinks: %w", err)
 	}
@@ -130,7 +149,10 @@ func extentsJSON(es []coverage.Extent) (string, error) {
 // cannot hold is ErrUnprintable); without, they stay $1 (reference), $2
 // (sink), $3 (topic), $4 (partition), $5 (the source's acked extents as
 // JSON text: [{"topic","partition","start","end"}], '[]' for none) and $6
-// (the named sinks as JSON text: ["lake"], '[]' for none).
+// (the named sinks as JSON text, '[]' for none: [{"topic": null, "sink":
+// "lake"}] names lake in every topic, [{"topic": "orders", "sink": "pg"}]
+// names pg in orders in place of those, and [{"topic": "orders", "sink":
+// null}] names none in orders).
 func QueryText(name, schema string, p *QueryParams) (string, error) {
 	if err := ValidateSchema(schema); err != nil {
 		return "", err

@@ -29,7 +29,7 @@ import (
 // exactly Tier.Query's rows, whatever the names: quotes, placeholders,
 // CAST(, backslashes, dollar quotes, E” strings, comments, unicode, and
 // under either standard_conforming_strings. It runs the text both over the
-// simple protocol and through psql itself, as the README pipes it. A name
+// simple protocol and through psql itself, as docs/queries.md pipes it. A name
 // PostgreSQL text cannot hold (a NUL, invalid UTF-8) is refused with an
 // error. The seeds run in every go test; make fuzz explores further.
 func FuzzQueryTextAgrees(f *testing.F) {
@@ -212,7 +212,7 @@ func decodeText(t *testing.T, m *pgtype.Map, res *pgconn.Result) [][]any {
 	return out
 }
 
-// runPsql pipes script into psql, as the README does, and parses the CSV
+// runPsql pipes script into psql, as docs/queries.md does, and parses the CSV
 // of each of its results, which end at a line of mark.
 func runPsql(t *testing.T, psql, schema, script, mark string) [][][]string {
 	t.Helper()

@@ -44,7 +44,7 @@ type DB struct {
 	extents      []coverage.Extent
 	extentsBound bool
 	// sinks are what named_sinks holds, when sinksBound.
-	sinks      []string
+	sinks      []namedRow
 	sinksBound bool
 }
 

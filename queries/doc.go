@@ -5,9 +5,10 @@
 // Each query is a SQL file over a relation named coverage with the table's
 // columns (files also reads coverage_files and coverage_snapshots; gaps,
 // summary and lag read acked_extents, the source's acked extents, which
-// Params.Extents fills for each run, and named_sinks, the sinks every
-// topic is written to, which Params.Sinks fills), so the same text runs on
-// any engine once those relations are bound: see the README. The CTEs the
+// Params.Extents fills for each run, and named_sinks, the sinks named for
+// every topic (topic NULL) or for one topic, which Params.Sinks and
+// Params.TopicSinks fill), so the same text runs on
+// any engine once those relations are bound: see docs/queries.md. The CTEs the
 // queries share are written once, under sql/parts, and expanded by Text.
 // Parameters ($sink, $topic, $partition, $reference, $small_file_bytes)
 // are bound by the engine, never pasted into the text. The gap rule the

@@ -12,7 +12,7 @@ import (
 
 // extentsDDL creates the relation the reference's holes are also looked for
 // over: the source's acked extents, one row per (topic, partition), empty
-// when none is known. Another engine binds its own (see the README).
+// when none is known. Another engine binds its own (see docs/queries.md).
 const extentsDDL = `CREATE TABLE acked_extents (topic VARCHAR, "partition" INTEGER, range_start BIGINT, range_end BIGINT)`
 
 // bindExtents validates es and, for a text that reads acked_extents, makes

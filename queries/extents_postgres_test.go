@@ -15,7 +15,7 @@ import (
 
 // pgParams are p as the PostgreSQL forms take them.
 func pgParams(p Params) postgres.QueryParams {
-	return postgres.QueryParams{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition, Extents: p.Extents, Sinks: p.Sinks}
+	return postgres.QueryParams{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition, Extents: p.Extents, Sinks: p.Sinks, TopicSinks: p.TopicSinks}
 }
 
 // TestAckedExtentsInPostgres: the extent cases DuckDB answers give the

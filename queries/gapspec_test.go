@@ -49,7 +49,7 @@ func TestGapSpec(t *testing.T) {
 			}
 			return out
 		}
-		p := Params{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks}
+		p := Params{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic, Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks, TopicSinks: c.TopicSinks}
 		summary, err := db.Run(ctx, "summary", p)
 		if err != nil {
 			t.Fatalf("summary %+v: %v", p, err)

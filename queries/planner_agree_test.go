@@ -14,7 +14,7 @@ import (
 
 // TestGapsAgreeWithThePlanner: on tables of random checkpoints, under
 // random filters, acked extents and named sinks (some with no rows at all,
-// the reference among them), DuckDB's gaps are exactly the recovery
+// the reference among them; for every topic and per topic), DuckDB's gaps are exactly the recovery
 // planner's, and the summary counts and adds up the same gaps per sink.
 func TestGapsAgreeWithThePlanner(t *testing.T) {
 	seed := testseed.Seed(t)
@@ -40,11 +40,14 @@ func TestGapsAgreeWithThePlanner(t *testing.T) {
 					}
 				}
 			}
+			if q%4 >= 2 {
+				p.TopicSinks = randomTopicSinks(r, named)
+			}
 			if r.IntN(6) == 0 {
 				p.Sink = named[r.IntN(len(named))]
 			}
 			where := fmt.Sprintf("round %d query %d, params %+v", round, q, p)
-			planned, perr := recovery.CommittedGaps(ctx, tbl, recovery.GapsFilter{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition, Extents: p.Extents, Sinks: p.Sinks})
+			planned, perr := recovery.CommittedGaps(ctx, tbl, recovery.GapsFilter{Reference: p.Reference, Sink: p.Sink, Topic: p.Topic, Partition: p.Partition, Extents: p.Extents, Sinks: p.Sinks, TopicSinks: p.TopicSinks})
 			res, err := db.Run(ctx, "gaps", p)
 			if perr == nil && errors.Is(err, recovery.ErrNoReference) && len(planned) == 0 {
 				// The planner reads only the selection and finds a missing

@@ -18,7 +18,8 @@ import (
 // TestPostgresFormsAgree: the PostgreSQL forms of the canned queries, run
 // in the database over the coverage rows' multiranges, give the rows the
 // DuckDB forms give over the same tier's coverage (OpenTier), under random
-// histories with hostile names, random filters and named sinks; and the
+// histories with hostile names, random filters and named sinks (for every
+// topic and per topic); and the
 // form printed for psql, its parameters written in as literals, gives them
 // too.
 func TestPostgresFormsAgree(t *testing.T) {
@@ -53,6 +54,9 @@ func TestPostgresFormsAgree(t *testing.T) {
 			if r.IntN(3) == 0 {
 				// a sink without rows, and one that may have some
 				p.Sinks = []string{"ghost", sinks[r.IntN(len(sinks))]}
+			}
+			if r.IntN(3) == 0 {
+				p.TopicSinks = randomTopicSinks(r, append([]string{"ghost"}, sinks...))
 			}
 			pp := pgParams(p)
 			where := fmt.Sprintf("round %d, params %+v", round, p)

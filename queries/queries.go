@@ -93,6 +93,11 @@ type Params struct {
 	// They select nothing (Sink does), and are bound as the named_sinks
 	// relation. Zero value: only the sinks with rows.
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for its
+	// keys (coverage.SinksFor: an empty list names none for its topic),
+	// bound as named_sinks rows with their topic. Zero value: Sinks for
+	// every topic.
+	TopicSinks map[string][]string
 }
 
 // values maps each parameter name to its bound value; nil binds NULL.

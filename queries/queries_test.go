@@ -244,6 +244,25 @@ func randomParams(r *rand.Rand) Params {
 	return p
 }
 
+// randomTopicSinks lists some topics (one no row has among them) with
+// their own named sinks drawn from named, some with none.
+func randomTopicSinks(r *rand.Rand, named []string) map[string][]string {
+	per := map[string][]string{}
+	for _, topic := range append(slices.Clone(topics), "absent") {
+		if r.IntN(2) == 0 {
+			continue
+		}
+		list := []string{}
+		for _, s := range named {
+			if r.IntN(3) == 0 {
+				list = append(list, s)
+			}
+		}
+		per[topic] = list
+	}
+	return per
+}
+
 // TestQueriesAgreeWithTheCoveragePackage: on tables of random checkpoints,
 // the coverage and gaps queries give exactly what the coverage package
 // computes from the same rows, under random filters and both bindings; the

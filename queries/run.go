@@ -137,7 +137,7 @@ func (q *DB) checkReference(ctx context.Context, p Params) error {
 
 // RunSQL runs query text over the bound relations with p bound to the $name
 // parameters it uses, p.Extents as the acked_extents relation and p.Sinks
-// as the named_sinks relation. The text must be trusted: it runs in the
+// and p.TopicSinks as the named_sinks relation. The text must be trusted: it runs in the
 // process's shared DuckDB instance (see the package doc).
 func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error) {
 	if err := q.use(ctx); err != nil {
@@ -146,7 +146,7 @@ func (q *DB) RunSQL(ctx context.Context, text string, p Params) (*Result, error)
 	if err := q.bindExtents(ctx, text, p.Extents); err != nil {
 		return nil, err
 	}
-	if err := q.bindSinks(ctx, text, p.Sinks); err != nil {
+	if err := q.bindSinks(ctx, text, p.Sinks, p.TopicSinks); err != nil {
 		return nil, err
 	}
 	values := p.values()

@@ -219,7 +219,7 @@ func TestConfigNeverShowsTheDSNPassword(t *testing.T) {
 	}
 }
 
-// AddConfigEntry's and ParseConfig's keys are the README's: a sink name
+// AddConfigEntry's and ParseConfig's keys are docs/reconcile.md's: a sink name
 // with dots keeps them, its key is after the last.
 func TestConfigSinkWithDots(t *testing.T) {
 	cfgs, err := configOf(t, "eu.lake.kind = iceberg", "eu.lake.table = ns.t")

@@ -42,6 +42,9 @@ type GapsFilter struct {
 	// they select nothing, they add the named sinks' gaps in topics they
 	// have no rows of. Zero value: the sinks with rows of each topic.
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for its
+	// keys, as PlanOptions.TopicSinks. Zero value: Sinks for every topic.
+	TopicSinks map[string][]string
 	// All lists waived gaps too. Zero value: waived gaps are left out (an
 	// operator accepted them); refused and unrecoverable ones are listed.
 	All bool
@@ -58,7 +61,7 @@ type GapsFilter struct {
 // their kind (refused, unrecoverable; waived with f.All) and decision, in
 // the same order: every missing batch is in exactly one gap.
 func CommittedGaps(ctx context.Context, t durable.Tier, f GapsFilter) ([]Gap, error) {
-	tasks, held, err := planHeld(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Select: f.Filter()})
+	tasks, held, err := planHeld(ctx, t, PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, TopicSinks: f.TopicSinks, MaxBatches: math.MaxUint64, MaxTasks: -1, Select: f.Filter()})
 	if err != nil {
 		return nil, err
 	}

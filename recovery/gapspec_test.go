@@ -16,7 +16,7 @@ func TestGapSpec(t *testing.T) {
 	gapspec.Run(t, func(t *testing.T, c gapspec.Case) gapspec.Result {
 		tier := &stateTier{mapTier: newMapTier(c.Coverage()), events: c.States}
 		gaps, err := CommittedGaps(ctx, tier, GapsFilter{Reference: c.Reference, Sink: c.Filter.Sink, Topic: c.Filter.Topic,
-			Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks, All: true})
+			Partition: c.Filter.Partition, Extents: c.Extents, Sinks: c.Sinks, TopicSinks: c.TopicSinks, All: true})
 		if err != nil {
 			t.Fatalf("gaps: %v", err)
 		}

@@ -23,7 +23,7 @@ func PlanHeld(ctx context.Context, t durable.Tier, opts PlanOptions) ([]Task, []
 // hold out of the tasks, as PlanHeld does: the one definition the gap
 // metrics count by kind.
 func PlanCoverageHeld(all map[coverage.Destination]*coverage.RangeSet, opts PlanOptions) ([]Task, []Gap, error) {
-	if err := validSinks(opts.Sinks); err != nil {
+	if err := validSinks(opts.Sinks, opts.TopicSinks); err != nil {
 		return nil, nil, err
 	}
 	in := planInput{all: all, states: byPartition(opts.States)}

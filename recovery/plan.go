@@ -126,6 +126,11 @@ type PlanOptions struct {
 	// writes (a topic lost on every destination, known from its extent) is
 	// unknown unless named here. Zero value: only the sinks with rows.
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for the
+	// topics that are its keys (coverage.SinksFor: an empty list names
+	// none for its topic); the sinks with rows of a topic are still always
+	// planned. Zero value: Sinks for every topic.
+	TopicSinks map[string][]string
 	// Extents are the source's acked extents (coverage.Extent), where
 	// known: a partition's reference holes are then looked for over its
 	// whole extent too (ReferenceHoles), and a partition with an extent but
@@ -176,7 +181,7 @@ func (o *PlanOptions) EnsureDefaults() {
 // Validate reports invalid Extents (coverage.ValidateExtents); a reference
 // without rows is ErrNoReference, found against the table by Plan.
 func (o *PlanOptions) Validate() error {
-	if err := validSinks(o.Sinks); err != nil {
+	if err := validSinks(o.Sinks, o.TopicSinks); err != nil {
 		return err
 	}
 	_, err := extentsByPartition(o.Extents)
@@ -185,11 +190,9 @@ func (o *PlanOptions) Validate() error {
 
 // validSinks refuses a named sink no record could carry: it is planned as
 // a destination, and the queries refuse it too.
-func validSinks(sinks []string) error {
-	for _, sink := range sinks {
-		if err := (coverage.Destination{Sink: sink, Topic: "t"}).Validate(); err != nil {
-			return fmt.Errorf("recovery: PlanOptions.Sinks: %q: %w", sink, err)
-		}
+func validSinks(sinks []string, perTopic map[string][]string) error {
+	if err := coverage.ValidateNamedSinks(sinks, perTopic); err != nil {
+		return fmt.Errorf("recovery: PlanOptions.Sinks or TopicSinks: %w", err)
 	}
 	return nil
 }
@@ -255,7 +258,7 @@ func PlanCoverage(all map[coverage.Destination]*coverage.RangeSet, opts PlanOpti
 
 // planCoverage plans the partitions opts.Select selects of in.all, each
 // against every sink with rows of its topic (in.all's, in.listed's) and
-// every sink of opts.Sinks.
+// every sink opts names for its topic (coverage.SinksFor).
 // Every step is linear in in.all and the tasks (and a sort). It returns
 // the tasks and, apart, the gaps its states hold out of them.
 func planCoverage(in planInput, opts PlanOptions) ([]Task, []Gap, error) {
@@ -316,7 +319,7 @@ func planCoverage(in planInput, opts PlanOptions) ([]Task, []Gap, error) {
 		}
 		sinks, ok := sinksOf[tp.Topic]
 		if !ok {
-			sinks = uniq(append(slices.Clone(opts.Sinks), in.sinksOf(tp.Topic)...))
+			sinks = uniq(append(slices.Clone(coverage.SinksFor(tp.Topic, opts.Sinks, opts.TopicSinks)), in.sinksOf(tp.Topic)...))
 			sinksOf[tp.Topic] = sinks
 		}
 		for _, sink := range sinks {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// GET /v1/extents "lists them" (README): with none reported yet the list
+// GET /v1/extents "lists them" (docs/sidecar-api.md): with none reported yet the list
 // is empty, [], as every other list route answers, not JSON null, which a
 // client iterating the answer (the Python client's `for e in ...`) fails on.
 func TestExtentsEmptyIsAnEmptyList(t *testing.T) {

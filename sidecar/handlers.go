@@ -43,7 +43,8 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 // query parses the query string, answering 400 for a parameter given
-// twice: the first would silently win over the second.
+// twice: the first would silently win over the second. topic-sinks alone
+// is repeatable, one topic each (querySinks refuses a topic given twice).
 func (s *Server) query(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -51,7 +52,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) (url.Values, bool
 		return nil, false
 	}
 	for k, v := range q {
-		if len(v) > 1 {
+		if len(v) > 1 && k != "topic-sinks" {
 			s.fail(w, r, http.StatusBadRequest, apiError{Error: fmt.Sprintf("query parameter %q is given %d times: give it once (one query per value)", k, len(v)), Rule: "query"})
 			return nil, false
 		}

@@ -49,6 +49,11 @@ type Options struct {
 	// known from its extent) gets its sinks' replay only if they are named.
 	// Zero value: only the sinks with rows.
 	Sinks []string
+	// TopicSinks are the sinks the pipeline writes each of its keys to, in
+	// place of Sinks for that topic (recovery.PlanOptions.TopicSinks; an
+	// empty list names none for its topic), for requests that name neither
+	// sinks= nor topic-sinks=. Zero value: Sinks for every topic.
+	TopicSinks map[string][]string
 	// Extents holds the source extents reported with PUT /v1/extents,
 	// which GET and POST /v1/gaps and /v1/plan widen every request's by;
 	// share it with the coverage map and the gap metrics so they look for
@@ -147,6 +152,9 @@ func (o *Options) Validate() error {
 		if h == "" || strings.ContainsAny(h, ":/[] ") {
 			return fmt.Errorf("sidecar: Options.AllowedHosts: %q is not a host name (give the name alone, without port or scheme)", h)
 		}
+	}
+	if err := coverage.ValidateNamedSinks(o.Sinks, o.TopicSinks); err != nil {
+		return fmt.Errorf("sidecar: Options.Sinks or TopicSinks: %w", err)
 	}
 	if _, err := coverage.SourceRegimes(o.Sources); err != nil {
 		return fmt.Errorf("sidecar: Options.Sources: %w", err)

@@ -109,21 +109,34 @@ func parseBatchID(name, v string) (uint64, error) {
 	return n, nil
 }
 
-// querySinks reads sinks=a,b: the sinks every topic is written to
-// (recovery.PlanOptions.Sinks); without it, def (Options.Sinks).
-func querySinks(q url.Values, def []string) ([]string, error) {
-	if !q.Has("sinks") {
-		return def, nil
+// querySinks reads sinks=a,b and topic-sinks=TOPIC=a,b (repeatable, one
+// topic each): the named sinks (recovery.PlanOptions.Sinks and
+// TopicSinks). A request naming either replaces the server's pair
+// (Options.Sinks and TopicSinks); without both, the server's pair applies.
+func querySinks(q url.Values, def []string, defTopics map[string][]string) ([]string, map[string][]string, error) {
+	if !q.Has("sinks") && !q.Has("topic-sinks") {
+		return def, defTopics, nil
 	}
 	var out []string
-	for _, v := range strings.Split(q.Get("sinks"), ",") {
-		d := coverage.Destination{Sink: v, Topic: "t"} // exact bytes: " lake" is its own sink
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("sinks=%q: %w: give sink names separated by commas", truncate(q.Get("sinks")), err)
+	if q.Has("sinks") {
+		for _, v := range strings.Split(q.Get("sinks"), ",") {
+			d := coverage.Destination{Sink: v, Topic: "t"} // exact bytes: " lake" is its own sink
+			if err := d.Validate(); err != nil {
+				return nil, nil, fmt.Errorf("sinks=%q: %w: give sink names separated by commas", truncate(q.Get("sinks")), err)
+			}
+			out = append(out, d.Sink)
 		}
-		out = append(out, d.Sink)
 	}
-	return out, nil
+	var perTopic map[string][]string
+	for _, v := range q["topic-sinks"] {
+		if perTopic == nil {
+			perTopic = map[string][]string{}
+		}
+		if err := coverage.AddTopicSinks(perTopic, v); err != nil {
+			return nil, nil, fmt.Errorf("topic-sinks=%q: %w", truncate(v), err)
+		}
+	}
+	return out, perTopic, nil
 }
 
 // recoveryQuery reads what /v1/gaps and /v1/plan share: the query, the
@@ -142,7 +155,7 @@ func (s *Server) recoveryQuery(w http.ResponseWriter, r *http.Request) (url.Valu
 		return nil, recovery.GapsFilter{}, false
 	}
 	f := recovery.GapsFilter{Reference: cmp.Or(q.Get("reference"), s.opts.Reference), Sink: q.Get("sink"), Topic: q.Get("topic"), Partition: part}
-	if f.Sinks, err = querySinks(q, s.opts.Sinks); err != nil {
+	if f.Sinks, f.TopicSinks, err = querySinks(q, s.opts.Sinks, s.opts.TopicSinks); err != nil {
 		s.fail(w, r, http.StatusBadRequest, apiError{Error: err.Error(), Rule: "query"})
 		return nil, recovery.GapsFilter{}, false
 	}
@@ -188,7 +201,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	// Selected before it is cut to max_tasks (another topic's work must not
 	// fill the plan of this one), and read by its selection only.
-	opts := recovery.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, Select: f.Filter()}
+	opts := recovery.PlanOptions{Reference: f.Reference, Extents: f.Extents, Sinks: f.Sinks, TopicSinks: f.TopicSinks, Select: f.Filter()}
 	for _, p := range []struct {
 		name string
 		set  func(n uint64)

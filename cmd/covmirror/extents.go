@@ -64,13 +64,33 @@ func (g *globals) readExtents(command string, flag ackedEndsFlag) ([]coverage.Ex
 	return es, nil
 }
 
-// sinksFlag registers --sinks of plan and gaps: sink names,
-// comma-separated, each valid (recovery.PlanOptions.Sinks).
-func sinksFlag(fs *flag.FlagSet, use string) *[]string {
-	var sinks []string
+// namedSinks are --sinks and --topic-sinks of plan, gaps and query: the
+// named sinks of a topic are its --topic-sinks list where it has one, else
+// --sinks (coverage.SinksFor).
+type namedSinks struct {
+	Sinks      []string
+	TopicSinks map[string][]string
+}
+
+func (n *namedSinks) given() bool { return len(n.Sinks) > 0 || n.TopicSinks != nil }
+
+// topicSinksUse documents --topic-sinks.
+const topicSinksUse = "TOPIC=SINK,SINK: the sinks TOPIC is written to, in place of --sinks for that topic (TOPIC= for none), repeatable, one topic each; the sinks with rows of a topic are planned whatever is named"
+
+// sinksFlag registers --sinks and --topic-sinks of plan, gaps and query:
+// sink names, comma-separated, each valid (recovery.PlanOptions.Sinks and
+// TopicSinks); a topic given twice is refused.
+func sinksFlag(fs *flag.FlagSet, use string) *namedSinks {
+	n := &namedSinks{}
 	fs.Func("sinks", use, func(v string) (err error) {
-		sinks, err = parseSinks(v)
+		n.Sinks, err = parseSinks(v)
 		return err
 	})
-	return &sinks
+	fs.Func("topic-sinks", topicSinksUse, func(v string) error {
+		if n.TopicSinks == nil {
+			n.TopicSinks = map[string][]string{}
+		}
+		return coverage.AddTopicSinks(n.TopicSinks, v)
+	})
+	return n
 }

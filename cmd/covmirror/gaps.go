@@ -25,8 +25,8 @@ type gapRow = recovery.Gap
 // by sink, topic, partition and start.
 // Gaps the tier's gap states hold out of the plan come with their kind
 // (refused, unrecoverable; waived with all) and decision.
-func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks []string, all bool) ([]gapRow, error) {
-	gaps, err := recovery.CommittedGaps(ctx, table, recovery.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks, All: all})
+func committedGaps(ctx context.Context, table durable.Tier, reference string, extents []coverage.Extent, sinks *namedSinks, all bool) ([]gapRow, error) {
+	gaps, err := recovery.CommittedGaps(ctx, table, recovery.GapsFilter{Reference: reference, Extents: extents, Sinks: sinks.Sinks, TopicSinks: sinks.TopicSinks, All: all})
 	return gaps, explainNoReference("gaps", table, err)
 }
 
@@ -45,7 +45,7 @@ func explainNoReference(command string, table durable.Tier, err error) error {
 }
 
 func runGaps(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--all] [--acked-ends FILE|-] [--sinks a,b] [--json] [--exit-code]")
+	fs := subFlags(g, "gaps", "[--reference raw] [--sink S] [--all] [--acked-ends FILE|-] [--sinks a,b] [--topic-sinks T=a,b] [--json] [--exit-code]")
 	reference := fs.String("reference", coverage.RawSink, "the sink gaps are measured against; its own holes are rows with this sink")
 	sink := fs.String("sink", "", "only this sink")
 	all := fs.Bool("all", false, "list waived gaps too (an operator accepted their loss); refused and unrecoverable ones are always listed")
@@ -64,7 +64,7 @@ func runGaps(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	found, err := committedGaps(ctx, primary, *reference, extents, *sinks, *all)
+	found, err := committedGaps(ctx, primary, *reference, extents, sinks, *all)
 	if err != nil {
 		return err
 	}

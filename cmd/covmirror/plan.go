@@ -12,7 +12,7 @@ import (
 )
 
 func runPlan(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--json] [--exit-code]")
+	fs := subFlags(g, "plan", "[--reference raw] [--max-batches N] [--max-tasks N] [--acked-ends FILE|-] [--sinks a,b] [--topic-sinks T=a,b] [--json] [--exit-code]")
 	reference := fs.String("reference", coverage.RawSink, "the sink replay reads from")
 	maxBatches := fs.Uint64("max-batches", recovery.DefaultMaxBatches, "largest task")
 	maxTasks := fs.Int("max-tasks", recovery.DefaultMaxTasks, "most tasks printed: a larger plan prints its first ones and says so on stderr (recover them, then plan again)")
@@ -37,7 +37,7 @@ func runPlan(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	tasks, held, err := recovery.PlanHeld(ctx, primary, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: *sinks})
+	tasks, held, err := recovery.PlanHeld(ctx, primary, recovery.PlanOptions{Reference: *reference, MaxBatches: *maxBatches, MaxTasks: *maxTasks, Extents: extents, Sinks: sinks.Sinks, TopicSinks: sinks.TopicSinks})
 	err = explainNoReference("plan", primary, err)
 	if errors.Is(err, recovery.ErrPlanTruncated) {
 		// Not a failure: these tasks, taken in turn from every destination

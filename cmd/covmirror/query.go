@@ -38,7 +38,7 @@ const (
 )
 
 func runQuery(ctx context.Context, g *globals, args []string) error {
-	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sinks a,b] [--sql [--dialect duckdb|postgres]] [--exit-code]\n\nqueries: "+strings.Join(queries.Names(), ", "))
+	fs := subFlags(g, "query", "NAME [--from primary|table] [--json|--csv] [--reference raw] [--sink S] [--topic T] [--partition P] [--acked-ends FILE] [--sinks a,b] [--topic-sinks T=a,b] [--sql [--dialect duckdb|postgres]] [--exit-code]\n\nqueries: "+strings.Join(queries.Names(), ", "))
 	from := fs.String("from", fromPrimary, `what the queries read: "primary" (the durable tier --durable names) or "table" (the coverage table: with --durable object or postgres their mirror, which may lag); with --durable iceberg both are the table`)
 	asJSON := fs.Bool("json", false, "print a JSON array of objects keyed by column")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
@@ -88,8 +88,8 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 	if acked.set && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
 		return usageError{Err: fmt.Errorf("query: --acked-ends applies to %s, which look for raw's holes; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
-	if len(*sinks) > 0 && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
-		return usageError{Err: fmt.Errorf("query: --sinks applies to %s, which plan the named sinks' gaps; %s does not", strings.Join(extentQueries, ", "), name)}
+	if sinks.given() && slices.Contains(queries.Names(), name) && !slices.Contains(extentQueries, name) {
+		return usageError{Err: fmt.Errorf("query: --sinks and --topic-sinks apply to %s, which plan the named sinks' gaps; %s does not", strings.Join(extentQueries, ", "), name)}
 	}
 	extents, err := g.readExtents("query", *acked)
 	if err != nil {
@@ -99,7 +99,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		if !*printSQL {
 			return usageError{Err: errors.New("query: --dialect postgres prints the PostgreSQL form with --sql; without --sql the query runs in DuckDB over the primary")}
 		}
-		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: *sinks})
+		text, err := postgres.QueryText(name, g.tier.Postgres.Schema, &postgres.QueryParams{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: sinks.Sinks, TopicSinks: sinks.TopicSinks})
 		if err != nil {
 			return usageError{Err: fmt.Errorf("query: %w", err)}
 		}
@@ -114,7 +114,7 @@ func runQuery(ctx context.Context, g *globals, args []string) error {
 		_, err := fmt.Fprint(g.stdout, text)
 		return err
 	}
-	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: *sinks}
+	p := queries.Params{Reference: *reference, Sink: *sink, Topic: *topic, Partition: partition.P, Extents: extents, Sinks: sinks.Sinks, TopicSinks: sinks.TopicSinks}
 	var db *queries.DB
 	if readsPrimary {
 		primary, closer, err := openTier(ctx, g.tier, false)

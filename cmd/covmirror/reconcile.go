@@ -22,7 +22,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 	var partition partitionFlag
 	fs.Var(&partition, "partition", "only this partition, 0 to 2147483647 (default: all)")
 	fs.IntVar(&opts.Sample, "sample", 0, "check this many pieces of each destination's coverage, chosen from --seed (0: all of it)")
-	fs.Uint64Var(&opts.Seed, "seed", 0, "the sample's seed, printed by every run (0: a fresh one)")
+	fs.Uint64Var(&opts.Seed, "seed", 0, "the sample's seed, printed by every sampled run so that it can be repeated (0: a fresh one; a full check draws none)")
 	fs.Float64Var(&opts.MaxChecksPerSecond, "max-checks-per-second", reconcile.DefaultMaxChecksPerSecond, "most checker calls per second, over all sinks")
 	fs.Uint64Var(&opts.MaxBatchesPerCheck, "max-batches-per-check", reconcile.DefaultMaxBatchesPerCheck, "most batches one checker call is asked about")
 	every := fs.Duration("every", 0, "run as a scheduled job, once per this interval, until SIGTERM; zero: once")

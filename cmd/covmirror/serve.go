@@ -43,8 +43,12 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return usageError{Err: fmt.Errorf("serve: %w", err)}
 	}
+	topicSinks, err := lite.TopicSinks(set.Map("topic-sinks"))
+	if err != nil {
+		return usageError{Err: fmt.Errorf("serve: --topic-sinks: %w", err)}
+	}
 	opts := pod.Options{Tier: g.tier, Addr: set.String("addr"), Socket: set.String("socket"), Interval: interval, MaxBodyBytes: maxBody,
-		ReplicateEvery: every, Sources: sources, Sinks: set.List("sinks"), Starts: g.starts, AllowedHosts: set.List("allow-hosts"),
+		ReplicateEvery: every, Sources: sources, Sinks: set.List("sinks"), TopicSinks: topicSinks, Starts: g.starts, AllowedHosts: set.List("allow-hosts"),
 		Sync: set.Bool("sync"), Fleet: fleetMode, FleetTTL: fleetTTL, Logger: g.logger,
 		MetricsAddr: set.String("metrics.listen"), MetricsOnAPI: set.Bool("metrics.on-api"), ReadyMaxCheckpointAge: readyAge}
 	if path := set.String("token-file"); path != "" {

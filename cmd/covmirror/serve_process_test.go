@@ -115,7 +115,7 @@ func call(t *testing.T, c *http.Client, method, url, body string) (int, string) 
 }
 
 // TestServeProcessRecordAPI runs a real serve process: records over TCP
-// and over the socket, a checkpoint, gaps, the README's curl line, the
+// and over the socket, a checkpoint, gaps, docs/sidecar-api.md's curl lines, the
 // Python client's self-test, and SIGTERM's final checkpoint.
 func TestServeProcessRecordAPI(t *testing.T) {
 	python, err := exec.LookPath("python3")
@@ -124,7 +124,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		t.Fatal("curl is not installed: the README's curl line is tested with it (apt-get install curl)")
+		t.Fatal("curl is not installed: docs/sidecar-api.md's curl lines are tested with it (apt-get install curl)")
 	}
 	bin := buildBinary(t)
 	state := t.TempDir()
@@ -135,7 +135,7 @@ func TestServeProcessRecordAPI(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	_ = stale.Close()
-	// The token file as the README's recipe makes it, run as written.
+	// The token file as docs/sidecar-api.md's recipe makes it, run as written.
 	tokenFile := filepath.Join(t.TempDir(), "covmirror-token")
 	token := readmeToken(t, tokenFile)
 	p := startServe(t, bin, state, "--token-file", tokenFile)
@@ -175,9 +175,9 @@ func TestServeProcessRecordAPI(t *testing.T) {
 		t.Fatalf("unknown route: %d %s", code, body)
 	}
 
-	// The README's curl lines, pointed at this process: the record over
+	// docs/sidecar-api.md's curl lines, pointed at this process: the record over
 	// TCP with the token, the checkpoint over the socket.
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/sidecar-api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +188,14 @@ func TestServeProcessRecordAPI(t *testing.T) {
 		}
 	}
 	if len(curlLines) != 2 {
-		t.Fatalf("the README's curl lines for /v1/records and the socket: %q", curlLines)
+		t.Fatalf("docs/sidecar-api.md's curl lines for /v1/records and the socket: %q", curlLines)
 	}
 	var out []byte
-	for i, want := range []string{`{"recorded":1}`, `"checkpoints":1`} {
+	for i, want := range []string{`{"recorded":2}`, `"checkpoints":1`} {
 		line := strings.NewReplacer("127.0.0.1:9464", p.addr, "/run/covmirror/api.sock", p.socket, "/etc/covmirror/token", tokenFile, "curl ", curl+" ").Replace(curlLines[i])
 		out, err = exec.Command("sh", "-c", line).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want) {
-			t.Fatalf("README curl line %q: %v %s", line, err, out)
+			t.Fatalf("docs/sidecar-api.md curl line %q: %v %s", line, err, out)
 		}
 	}
 
@@ -317,12 +317,12 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 	}
 }
 
-// readmeToken runs the README's token recipe, the line that makes
+// readmeToken runs docs/sidecar-api.md's token recipe, the line that makes
 // /etc/covmirror/token, writing path instead, and returns the token: the
 // file must be one serve takes (mode 0600, no group or other access).
 func readmeToken(t *testing.T, path string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/sidecar-api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,17 +333,17 @@ func readmeToken(t *testing.T, path string) string {
 		}
 	}
 	if len(recipe) != 1 {
-		t.Fatalf("the README's token recipe, a line making /etc/covmirror/token: %q", recipe)
+		t.Fatalf("docs/sidecar-api.md's token recipe, a line making /etc/covmirror/token: %q", recipe)
 	}
 	line := strings.ReplaceAll(recipe[0], "/etc/covmirror/token", path)
 	// The shell's umask as an operator's usually is: the recipe, not the
 	// test's environment, must make the file private.
 	if out, err := exec.Command("sh", "-c", "umask 022; "+line).CombinedOutput(); err != nil {
-		t.Fatalf("README token recipe %q: %v %s", line, err, out)
+		t.Fatalf("docs/sidecar-api.md token recipe %q: %v %s", line, err, out)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm()&0o077 != 0 {
-		t.Fatalf("the README's token recipe made %v (%v): want no group or other access, as serve requires", fi.Mode(), err)
+		t.Fatalf("docs/sidecar-api.md's token recipe made %v (%v): want no group or other access, as serve requires", fi.Mode(), err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

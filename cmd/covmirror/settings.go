@@ -85,6 +85,8 @@ var table = func() []settings.Setting {
 		{Key: "sync", Commands: serve, Kind: settings.Bool, Usage: "fsync the local tier's write-ahead log at every commit, so that a 200 survives a power loss too (off: a 200 survives a SIGKILL or OOM kill once its write-behind commit ran, within milliseconds; a power loss costs what was not synced)"},
 		{Key: "sinks", Commands: serve, Kind: settings.List, Parse: parseSinks,
 			Usage: "the sinks the pipeline writes every topic to, comma-separated: the API, the map and the gap metrics plan their gaps in a topic they have no rows of (one lost on every destination), besides the sinks with rows"},
+		{Key: "topic-sinks", Commands: serve, Kind: settings.Map, Entry: "TOPIC", Separator: ";", Add: lite.AddTopicSinks,
+			Usage: "TOPIC=SINK,SINK: the sinks the pipeline writes TOPIC to, in place of --sinks for that topic (TOPIC= for none), repeatable; the sinks with rows of a topic are measured whatever is named"},
 	}
 }()
 

@@ -300,6 +300,22 @@ def _sinks(sinks):
     return ",".join(sinks) if sinks else None  # none: serve's --sinks
 
 
+def _topic_sinks(topic_sinks):
+    """topic_sinks as the API's repeated topic-sinks parameter: one
+    ("topic-sinks", "TOPIC=SINK,SINK") pair per topic, an empty list
+    naming none for its topic."""
+    if topic_sinks is None:
+        return []
+    if not isinstance(topic_sinks, dict):
+        raise ValueError("topic_sinks is a dict of topic to a list of sink names")
+    out = []
+    for topic in sorted(topic_sinks):
+        if "=" in topic:
+            raise ValueError("topic %r holds an =: the API's topic-sinks parameter is TOPIC=SINK,SINK, split at the first =, so it cannot be asked for; nothing was sent" % (topic,))
+        out.append(("topic-sinks", topic + "=" + (_sinks(topic_sinks[topic]) or "")))
+    return out
+
+
 MAX_TOKEN_FILE = 4096  # bytes of a token file, at most, as serve reads its --token-file
 
 
@@ -607,32 +623,36 @@ class Client:
         return self._request("POST", "/v1/checkpoint")
 
     def _recovery(self, route, extents, params):
-        q = {k: v for k, v in params if v is not None}
+        q = [(k, v) for k, v in params if v is not None]
         path = route + ("?" + urllib.parse.urlencode(q) if q else "")
         if extents is not None:
             return self._request("POST", path, json.dumps(list(extents)).encode())
         return self._request("GET", path)
 
-    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None, sinks=None, all=False):
+    def gaps(self, reference=None, sink=None, topic=None, partition=None, extents=None, sinks=None, all=False, topic_sinks=None):
         """The committed gaps, each with its kind (replay, or verify-reference
         for a hole in raw). extents: the source's acked extents, dicts with
         topic, partition, end and optionally start: raw's holes are looked
         for over them too, so a lost first or last stretch is found. sinks:
         the sinks every topic is written to, besides those with rows (a
         sink with no rows of a topic has gaps only when named; default:
-        serve's --sinks). A gap a replay cannot close has the kind refused
-        or unrecoverable (waived too with all=True) and its decision
-        {event, reason, by, at}."""
+        serve's --sinks). topic_sinks: {topic: [sink, ...]}, the sinks a
+        topic is written to in place of sinks there ([] for none); sinks or
+        topic_sinks given replaces serve's --sinks and --topic-sinks whole.
+        A gap a replay cannot close has the kind refused or unrecoverable
+        (waived too with all=True) and its decision {event, reason, by,
+        at}."""
         return self._recovery("/v1/gaps", extents, (("reference", reference), ("sink", sink), ("topic", topic), ("partition", partition),
-                                                     ("sinks", _sinks(sinks)), ("all", "1" if all else None)))
+                                                     ("sinks", _sinks(sinks)), ("all", "1" if all else None), *_topic_sinks(topic_sinks)))
 
-    def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None, sinks=None):
+    def plan(self, extents=None, reference=None, max_batches=None, max_tasks=None, sinks=None, topic_sinks=None):
         """The recovery plan: tasks {sink, topic, partition, start, end, kind}.
         Verify a verify-reference task against raw and record what it holds;
         replay a replay task from raw and record it after the sink's ack;
-        checkpoint; plan again until the plan is empty. sinks: as gaps()."""
+        checkpoint; plan again until the plan is empty. sinks, topic_sinks:
+        as gaps()."""
         return self._recovery("/v1/plan", extents, (("reference", reference), ("max_batches", max_batches), ("max_tasks", max_tasks),
-                                                    ("sinks", _sinks(sinks))))
+                                                    ("sinks", _sinks(sinks)), *_topic_sinks(topic_sinks)))
 
     def put_extents(self, extents):
         """Reports the source's acked extents; the pod keeps, per partition,

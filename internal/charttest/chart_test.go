@@ -81,7 +81,7 @@ const podExampleHeader = `# An example ingest pod with covmirror as its native s
 # chart's output (deploy/helm/covmirror, release "covmirror", namespace
 # "ingest") over its ci/pod-values.yaml, as helm template prints it.
 # Generated: edit the chart and run make chart-example; internal/charttest
-# checks that this file is what the chart renders. docs/kubernetes.md says
+# checks that this file is what the chart renders. docs/deployment.md says
 # what each object does.
 #
 #   helm template covmirror deploy/helm/covmirror -n ingest -f deploy/helm/covmirror/ci/pod-values.yaml

@@ -18,7 +18,7 @@ func TestRunWithoutDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"computed in Go rather than by DuckDB", "Verdict, checked against the simulated stores' own contents", "Next: covmirror --state "} {
+	for _, want := range []string{"computed in Go rather than by DuckDB", "Verdict, checked against the simulated stores' own contents", "Next, each runs as printed", "  covmirror --state "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the story lacks %q:\n%s", want, out.String())
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/durable"
 	"github.com/covmirror/covmirror/iceberg"
+	"github.com/covmirror/covmirror/internal/lite"
 	"github.com/covmirror/covmirror/local"
 	"github.com/covmirror/covmirror/mirror"
 	"github.com/covmirror/covmirror/recovery"
@@ -78,16 +79,15 @@ func (o *Options) Validate() error {
 // run is one run of the demo: the simulated pipeline, the shared durable
 // tier, and what the run prints.
 type run struct {
-	opts      Options
-	dir       string
-	namespace string // the demo's own namespace in a configured catalog
+	opts Options
+	dir  string
 	// primary is the durable tier the pods checkpoint into and the new
 	// owner and the recovery worker read: the coverage table, or with
 	// Kind Object the sink objects, with Postgres the coverage rows,
 	// which the table then replicates.
 	primary      durable.Tier
-	primaryName  string // as the story names it
-	primaryFlags string // the global flags that name the primary, for "Next:"
+	primaryName  string        // as the story names it
+	settings     tier.Settings // the run's own, for the closing commands
 	table        *iceberg.Table
 	p            *Pipeline
 	out          *Outages
@@ -143,14 +143,9 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		defer closer.Close()
-		d.primary, d.primaryName, d.primaryFlags = primary, ts.Noun(), " --durable object"
-		if ts.Kind == tier.Postgres {
-			d.primaryFlags = " --durable postgres --postgres-url URL --postgres-schema " + ts.Postgres.Schema
-		}
+		d.primary, d.primaryName = primary, ts.Noun()
 	}
-	if configured {
-		d.namespace = ts.Namespace
-	}
+	d.settings = ts
 	batches := opts.Batches
 	d.out = NewOutages(r, batches)
 	d.p.Sinks[1].Down = d.out.IsDown
@@ -240,7 +235,9 @@ func (d *run) run(ctx context.Context, killAt, batches uint64) error {
 // owner opens a pod: its own local tier under the demo's directory, the
 // shared coverage table.
 func (d *run) owner(name string) (*mirror.Mirror, *local.Store, error) {
-	l, err := local.Open(local.Options{Dir: filepath.Join(d.dir, name), Logger: d.opts.Logger})
+	// Where `covmirror --state DIR/NAME inspect` looks: the closing
+	// commands inspect a pod as an operator would.
+	l, err := local.Open(local.Options{Dir: lite.LocalDir(filepath.Join(d.dir, name)), Logger: d.opts.Logger})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -98,11 +98,6 @@ func (d *run) verdict(ctx context.Context, batches uint64) error {
 		d.say("  - the coverage table, replicated from %s, never claimed more than they held, and after the last\n    replication holds exactly their coverage;", d.primaryName)
 	}
 	d.say("  - the price of lagging: %d repeated batch-writes, absorbed by the sinks' dedup.", d.p.Dups())
-	flags := "--state " + d.dir
-	flags += d.primaryFlags
-	if d.namespace != "" {
-		flags += " --namespace " + d.namespace + " (and the same --catalog-prop settings)"
-	}
-	d.say("\nNext: covmirror %s gaps --json | query summary | plan --json", flags)
+	d.next()
 	return nil
 }

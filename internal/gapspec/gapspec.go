@@ -29,6 +29,7 @@ const (
 // Case is one history of the spec, parsed:
 //
 //	gaps [reference=NAME] [sink=NAME] [topic=NAME] [partition=N] [sinks=(A,B)]
+//	     [topic-sinks=(T=A,B;U=)]
 //	SINK TOPIC/PARTITION [START,END) ...   rows as recorded (they may overlap)
 //	extent TOPIC/PARTITION [START,END)     the source's acked extent
 //	extent TOPIC/PARTITION END             one starting at the topic's stream start
@@ -39,11 +40,14 @@ const (
 //
 // reference defaults to raw; sink, topic and partition filter the gaps
 // printed (not the holes); sinks are sinks every topic is written to,
-// besides those with rows.
+// besides those with rows; topic-sinks name a topic's sinks in place of
+// sinks (coverage.SinksFor), topics separated by semicolons, T= naming
+// none for T.
 type Case struct {
-	Reference string
-	Filter    Filter
-	Sinks     []string
+	Reference  string
+	Filter     Filter
+	Sinks      []string
+	TopicSinks map[string][]string
 	// Rows are the recorded rows in input order, one range each, in one
 	// checkpoint: overlapping and repeated rows are kept as they are.
 	Rows    []Row
@@ -139,6 +143,8 @@ func Parse(d *datadriven.TestData) (Case, error) {
 			}
 		case "sinks":
 			c.Sinks = slices.Clone(a.Vals)
+		case "topic-sinks":
+			c.TopicSinks, err = parseTopicSinks(a.Vals)
 		default:
 			err = fmt.Errorf("unknown argument %q", a.Key)
 		}

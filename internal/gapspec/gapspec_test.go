@@ -36,6 +36,8 @@ func TestGapSpecRefusesBadInput(t *testing.T) {
 		{"", "extent orders/0 [0,4)\nextent orders/0 [0,5)"},
 		{"", "start orders"},
 		{"partition=x", ""},
+		{"topic-sinks=orders", ""},
+		{"topic-sinks=orders=a;orders=b", ""},
 	} {
 		d := &datadriven.TestData{Cmd: "gaps", Input: c.input}
 		if c.args != "" {

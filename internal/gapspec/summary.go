@@ -18,7 +18,7 @@ var SummaryColumns = []string{"sink", "ranges", "covered_batches", "gaps", "miss
 
 // SummaryOf is the summary the gaps of c add up to, for an engine without a
 // summary of its own: one row per sink listed (each sink with rows of the
-// selected topic, the named sinks where the topic has rows, the reference
+// selected topic, the sinks named for each topic with rows, the reference
 // where it has selected rows, every sink with a gap), with its merged
 // covered ranges of the selected partitions, its gaps and its oldest gap
 // (the lowest start; then topic, then partition), and the batches its
@@ -29,13 +29,13 @@ func SummaryOf(c Case, gaps []Gap) [][]string {
 	sinkOK := func(s string) bool { return f.Sink == "" || s == f.Sink }
 	listed := map[string]bool{}
 	covered := map[coverage.Destination]*coverage.RangeSet{}
-	topicRows := false
+	topicRows := map[string]bool{}
 	for _, r := range c.Rows {
 		d := r.Destination
 		if f.Topic != "" && d.Topic != f.Topic {
 			continue
 		}
-		topicRows = true
+		topicRows[d.Topic] = true
 		if d.Sink != c.Reference && sinkOK(d.Sink) {
 			listed[d.Sink] = true
 		}
@@ -50,8 +50,8 @@ func SummaryOf(c Case, gaps []Gap) [][]string {
 		}
 		_ = covered[d].Add(r.Range)
 	}
-	if topicRows {
-		for _, s := range c.Sinks {
+	for topic := range topicRows {
+		for _, s := range coverage.SinksFor(topic, c.Sinks, c.TopicSinks) {
 			if s != c.Reference && sinkOK(s) {
 				listed[s] = true
 			}

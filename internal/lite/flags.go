@@ -66,16 +66,37 @@ func AddSource(sources map[string]string, kv string) error {
 	return nil
 }
 
-// ParseSinks reads sink names, comma-separated, each valid
-// (recovery.PlanOptions.Sinks).
-func ParseSinks(v string) ([]string, error) {
-	var sinks []string
-	for _, name := range strings.Split(v, ",") {
-		d := coverage.Destination{Sink: name, Topic: "t"} // exact bytes: " lake" is its own sink
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
-		}
-		sinks = append(sinks, d.Sink)
+// AddTopicSinks reads one topic's sinks, TOPIC=SINK,SINK
+// (coverage.ParseTopicSinks), into m as TOPIC -> SINK,SINK, refusing a
+// topic given twice: the Map setting topic-sinks.
+func AddTopicSinks(m map[string]string, kv string) error {
+	topic, _, err := coverage.ParseTopicSinks(kv)
+	if err != nil {
+		return err
 	}
-	return sinks, nil
+	if _, dup := m[topic]; dup {
+		return fmt.Errorf("topic %q is given sinks twice: give each topic once, TOPIC=SINK,SINK", topic)
+	}
+	_, m[topic], _ = strings.Cut(kv, "=")
+	return nil
 }
+
+// TopicSinks is the topic-sinks setting's value as
+// recovery.PlanOptions.TopicSinks takes it (nil for none), each entry
+// checked by AddTopicSinks already.
+func TopicSinks(m map[string]string) (map[string][]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for topic, list := range m {
+		if err := coverage.AddTopicSinks(out, topic+"="+list); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ParseSinks reads sink names, comma-separated, each valid
+// (recovery.PlanOptions.Sinks; coverage.ParseSinks).
+func ParseSinks(v string) ([]string, error) { return coverage.ParseSinks(v) }

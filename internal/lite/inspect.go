@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +38,11 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 			return err
 		}
 	} else {
+		// Opening creates a store: a mistyped --state would show an empty
+		// local tier of zero destinations instead of the pod's.
+		if _, err := os.Stat(localDir); errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("inspect: no local tier at %q: give the --state of a pod (its local tier is the local directory under it), or --url of a running pod", localDir)
+		}
 		store, err := local.Open(local.Options{Dir: localDir, Logger: sh.Logger})
 		if err != nil {
 			return err

@@ -41,7 +41,7 @@ var CovmirrorKeys = []string{
 	"catalog.*", "namespace", "table", "writer", "durable", "postgres.url", "postgres.schema", "postgres.layout",
 	"object.url", "object.s3.endpoint", "object.s3.region", "object.s3.force-path-style", "object.unsafe-store", "object.layout",
 	"start.*", "reconcile.*", "addr", "socket", "interval", "max-body", "replicate-every", "mirror-every",
-	"source.*", "allow-hosts", "sync", "sinks", "fleet", "fleet-ttl",
+	"source.*", "allow-hosts", "sync", "sinks", "topic-sinks.*", "fleet", "fleet-ttl",
 	"metrics.listen", "metrics.token-file", "metrics.on-api", "ready.max-checkpoint-age",
 }
 

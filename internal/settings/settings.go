@@ -59,6 +59,9 @@ type Setting struct {
 	NonEmpty bool
 	// Add adds one NAME=VALUE entry of a Map to m, checking it.
 	Add func(m map[string]string, kv string) error
+	// Separator separates a Map's entries in the environment variable;
+	// zero: a comma. A Map whose values hold commas (lists) needs another.
+	Separator string
 	// SecretEntries says a Map's values may be credentials (a catalog's
 	// keys): the flag package's refusal of an entry never quotes it.
 	SecretEntries bool
@@ -72,6 +75,22 @@ func (s *Setting) parseList(raw string) ([]string, error) {
 		return SplitList(raw), nil
 	}
 	return s.Parse(raw)
+}
+
+// separator is what separates a List's or Map's entries in the
+// environment.
+func (s *Setting) separator() string {
+	if s.Kind == Map && s.Separator != "" {
+		return s.Separator
+	}
+	return ","
+}
+
+func (s *Setting) separatorName() string {
+	if sep := s.separator(); sep != "," {
+		return "entries separated by " + sep
+	}
+	return "comma-separated"
 }
 
 // FlagName is the setting's flag.
@@ -101,7 +120,7 @@ func (s *Setting) usage() string {
 	var where []string
 	if env := s.EnvName(); env != "" {
 		if s.Kind == List || s.Kind == Map {
-			env += ", comma-separated"
+			env += ", " + s.separatorName()
 		}
 		where = append(where, "env "+env)
 	}
@@ -288,7 +307,7 @@ func (v *value) parse(raw string) error {
 		}
 		return err
 	case Map:
-		for _, kv := range strings.Split(raw, ",") {
+		for _, kv := range strings.Split(raw, v.s.separator()) {
 			if err := v.s.Add(v.m, kv); err != nil {
 				return err
 			}

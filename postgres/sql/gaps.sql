@@ -17,8 +17,9 @@
 --
 -- Parameters: reference (required); sink, topic, partition (NULL matches
 -- everything); acked extents ($5: JSON text, '[]' for none); named sinks
--- ($6: a JSON array of the sinks every topic is written to besides those
--- with rows, '[]' for none).
+-- ($6: a JSON array of {"topic", "sink"} objects, the sinks written to
+-- besides those with rows: a NULL topic for every topic without objects
+-- of its own, a NULL sink for a topic with none named; '[]' for none).
 --
 -- Each gap comes with its kind: replay, verify-reference (a hole of the
 -- reference), or the gap state holding it out of the plan (refused,

@@ -28,9 +28,11 @@
 -- alone (a sink's share of a reference hole is no gap until the hole is
 -- verified and re-recorded).
 --
--- Relation named_sinks (sink): sinks every topic is written to, besides
--- those with rows; one named without rows of a topic lacks all of the
--- reference's ranges there. Empty when none are named.
+-- Relation named_sinks (topic, sink): sinks written to, besides those with
+-- rows; one named without rows of a topic lacks all of the reference's
+-- ranges there. A row with a NULL topic names a sink of every topic but
+-- those that have rows of their own (a row with a NULL sink lists a topic
+-- with none named). Empty when none are named.
 --
 -- Parameters: $reference (the reference sink, required); $sink, $topic,
 -- $partition (NULL matches everything).

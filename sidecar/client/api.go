@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +113,12 @@ type GapsQuery struct {
 	// Sinks are the sinks every topic is written to, planned besides
 	// those with rows. Zero value: the server's (serve's --sinks).
 	Sinks []string
+	// TopicSinks are the sinks each of its keys is written to, in place
+	// of Sinks for that topic (an empty list: none named for it); the
+	// sinks with rows of a topic are planned whatever is named. Sinks or
+	// TopicSinks set replaces the server's pair (serve's --sinks and
+	// --topic-sinks) whole. Zero value: the server's.
+	TopicSinks map[string][]string
 	// Extents are the source's acked extents: raw's holes are looked for
 	// over them too, besides those the pod was told (PutExtents). Each is
 	// sent with its Start, so the server's declared start of its topic
@@ -133,12 +141,29 @@ func (q GapsQuery) request(path string) (url.Values, []byte, string, error) {
 				Message: fmt.Sprintf("Sinks[%d], %q, holds a comma: the API's sinks parameter separates names by commas, so it cannot be asked for (leave it to the sinks with rows, or to serve's --sinks); nothing was sent", i, s)}
 		}
 	}
+	for _, topic := range slices.Sorted(maps.Keys(q.TopicSinks)) {
+		bad := ""
+		if strings.Contains(topic, "=") {
+			bad = fmt.Sprintf("TopicSinks' topic %q holds an =: the API's topic-sinks parameter is TOPIC=SINK,SINK, split at the first =, so it cannot be asked for", topic)
+		}
+		for _, s := range q.TopicSinks[topic] {
+			if bad == "" && strings.Contains(s, ",") {
+				bad = fmt.Sprintf("TopicSinks[%q] holds %q, with a comma: the API's topic-sinks parameter separates names by commas, so it cannot be asked for", topic, s)
+			}
+		}
+		if bad != "" {
+			return nil, nil, method, &Error{Route: method + " " + path, Rule: "query", Entry: -1, Recorded: -1, Message: bad + "; nothing was sent"}
+		}
+	}
 	v := q.query()
 	if q.Reference != "" {
 		v.Set("reference", q.Reference)
 	}
 	if len(q.Sinks) > 0 {
 		v.Set("sinks", strings.Join(q.Sinks, ","))
+	}
+	for _, topic := range slices.Sorted(maps.Keys(q.TopicSinks)) {
+		v.Add("topic-sinks", topic+"="+strings.Join(q.TopicSinks[topic], ","))
 	}
 	if q.Extents == nil {
 		return v, nil, method, nil

@@ -116,6 +116,11 @@ type TableSource struct {
 	// Sinks are sinks every topic is written to, drawn besides those with
 	// rows (recovery.PlanOptions.Sinks). Zero value: the sinks with rows.
 	Sinks []string
+	// TopicSinks are the named sinks per topic, in place of Sinks for its
+	// keys (recovery.PlanOptions.TopicSinks): a sink is drawn missing only
+	// in the topics it is named for and those it has rows of. Zero value:
+	// Sinks for every topic.
+	TopicSinks map[string][]string
 	// States are the gap states, which give gaps their held kinds. Zero
 	// value: Table's own when it keeps them (durable.StateStore), else
 	// none.
@@ -143,7 +148,7 @@ func (s TableSource) Committed(ctx context.Context) (Committed, error) {
 		if s.Extents != nil {
 			extents = s.Extents()
 		}
-		opts := recovery.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks}
+		opts := recovery.PlanOptions{Reference: ref, MaxBatches: math.MaxUint64, MaxTasks: -1, Extents: extents, Sinks: s.Sinks, TopicSinks: s.TopicSinks}
 		if s.States != nil {
 			if opts.States, err = s.States.States(ctx, durable.Filter{}); err != nil {
 				return Committed{}, fmt.Errorf("covmap: reading the gap states: %w", err)

@@ -228,6 +228,24 @@ class SinksTest(unittest.TestCase):
         self.assertEqual(mine(c.plan(sinks=["lake"])), [("lake", 0, 10)])
         c.close()
 
+    def test_topic_sinks(self):
+        """lake is written one topic only: named for every topic it misses
+        all of the other; named for its own topic alone, nothing."""
+        mine, other = fresh_topic("mine"), fresh_topic("other")
+        c = cm.Client(URL, **fast({"token_file": TOKEN_FILE}))
+        c.record([{"sink": s, "topic": t, "partition": 0, "start": 0, "end": 10}
+                  for s, t in (("raw", mine), ("raw", other), ("pg", mine), ("pg", other), ("lake", mine))])
+        c.checkpoint()
+        ours = lambda rows: [(r["sink"], r["topic"]) for r in rows if r["topic"] in (mine, other)]
+        self.assertEqual(ours(c.gaps(sinks=["pg", "lake"])), [("lake", other)])
+        self.assertEqual(ours(c.gaps(sinks=["pg"], topic_sinks={mine: ["pg", "lake"]})), [])
+        self.assertEqual(ours(c.plan(sinks=["pg"], topic_sinks={mine: ["pg", "lake"]})), [])
+        self.assertEqual(ours(c.plan(topic_sinks={mine: [], other: ["warehouse"]})), [("warehouse", other)])
+        for bad in ({"a=b": ["pg"]}, {mine: ["lake,eu"]}, {mine: "lake"}):
+            with self.assertRaises(ValueError):
+                c.gaps(topic_sinks=bad)
+        c.close()
+
 
 class _Echo(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
