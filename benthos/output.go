@@ -68,7 +68,7 @@ type output struct {
 	child                           *service.OwnedOutput
 	dest                            destination
 	res                             *service.Resources
-	log                             *service.Logger
+	log                             logger
 
 	perm                                 permanence
 	recorded, writeFailures, notRecorded *service.MetricCounter
@@ -82,7 +82,7 @@ type output struct {
 
 func newOutput(conf *service.ParsedConfig, res *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 	var batching service.BatchPolicy
-	o := &output{res: res, log: res.Logger()}
+	o := &output{res: res, log: logger{res.Logger()}}
 	for _, f := range []struct {
 		name string
 		v    **service.InterpolatedString
@@ -165,9 +165,9 @@ func (o *output) Connect(ctx context.Context) error {
 	var rec recorder
 	var err error
 	if s := o.dest.sidecar; s != nil {
-		rec, err = connectSidecar(ctx, *s, newSlog(o.log))
+		rec, err = connectSidecar(ctx, *s, newSlog(o.log.l))
 	} else {
-		rec, err = acquirePod(o.dest.pod, newSlog(o.log))
+		rec, err = acquirePod(o.dest.pod, newSlog(o.log.l))
 	}
 	if err != nil {
 		// Benthos logs it as it is: a tier's error may quote a DSN or a
@@ -275,9 +275,9 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		}
 		if unacked > 0 && !o.reference {
 			if timedOut {
-				o.log.Warnf("covmirror: sink %q: %d of %d messages were not acknowledged within the timeout (%s); the sink may hold them: acknowledged, they stay a gap until a replay rewrites them: %v", o.sinkName(batch), unacked, len(sub), o.timeout, werr)
+				o.log.Warnf("covmirror: sink %s: %d of %d messages were not acknowledged within the timeout (%s); the sink may hold them: acknowledged, they stay a gap until a replay rewrites them: %v", o.sinkName(batch), unacked, len(sub), o.timeout, werr)
 			} else {
-				o.log.Warnf("covmirror: sink %q: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), unacked, len(sub), werr)
+				o.log.Warnf("covmirror: sink %s: %d of %d messages were not written; acknowledged, they are a gap for recovery: %v", o.sinkName(batch), unacked, len(sub), werr)
 			}
 		}
 		o.recordRefused(ctx, rec, batch, refused)
@@ -288,7 +288,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 					failed[i] = err
 					o.notRecorded.Incr(1, keys[i].sinkLabel())
 				}
-				o.log.Errorf("covmirror: sink %q: %d written messages are not recorded (a gap, replayed later): %v", o.sinkName(batch), len(ids), err)
+				o.log.Errorf("covmirror: sink %s: %d written messages are not recorded (a gap, replayed later): %v", o.sinkName(batch), len(ids), err)
 			} else {
 				for _, i := range ids {
 					o.recorded.Incr(1, keys[i].sinkLabel())
@@ -310,6 +310,9 @@ func refFailure(batch service.MessageBatch, failed []error) error {
 		if err == nil {
 			continue
 		}
+		// Redacted: Benthos logs the batch error as it is, and a sink's
+		// error may quote a credential.
+		err = redact.Error(err)
 		if berr == nil {
 			berr = service.NewBatchError(batch, fmt.Errorf("covmirror: raw: %w", err))
 		}

@@ -63,7 +63,7 @@ type planInput struct {
 	opts     recovery.PlanOptions
 	pieceMax uint64
 	dest     destination
-	log      *service.Logger
+	log      logger
 
 	mu    sync.Mutex
 	tasks []recovery.Gap
@@ -74,7 +74,7 @@ type planInput struct {
 }
 
 func newPlanInput(conf *service.ParsedConfig, res *service.Resources) (service.Input, error) {
-	in := &planInput{log: res.Logger()}
+	in := &planInput{log: logger{res.Logger()}}
 	var err error
 	if in.dest, err = parseDestination(conf); err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func newPlanInput(conf *service.ParsedConfig, res *service.Resources) (service.I
 		return nil, fmt.Errorf("covmirror_plan: replay_batch_max %d: give a positive number", n)
 	}
 	in.pieceMax = uint64(n)
-	in.states = stateWriter{dest: in.dest, log: newSlog(in.log)}
+	in.states = stateWriter{dest: in.dest, log: newSlog(in.log.l)}
 	if in.opts.Extents, err = parseExtents(conf); err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (in *planInput) Connect(ctx context.Context) error {
 	var tasks []recovery.Gap
 	var err error
 	if in.dest.sidecar != nil {
-		tasks, err = sidecarPlan(ctx, *in.dest.sidecar, in.opts, newSlog(in.log))
+		tasks, err = sidecarPlan(ctx, *in.dest.sidecar, in.opts, newSlog(in.log.l))
 	} else {
 		tasks, err = tierPlan(ctx, in.dest.pod.Tier, in.opts)
 	}

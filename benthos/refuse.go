@@ -72,7 +72,7 @@ func (o *output) recordRefused(ctx context.Context, rec recorder, batch service.
 		return
 	}
 	if err := rec.recordStates(ctx, refused); err != nil {
-		o.log.Errorf("covmirror: sink %q: recording %d refused ranges: %v; they stay gaps, replayed", o.sinkName(batch), len(refused), err)
+		o.log.Errorf("covmirror: sink %s: recording %d refused ranges: %v; they stay gaps, replayed", o.sinkName(batch), len(refused), err)
 		return
 	}
 	for _, e := range refused {

@@ -44,3 +44,30 @@ func TestSecretFieldsAreScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestURLFieldsUserInformationIsScrubbed: a setting holding a URL
+// (sidecar.address, pod.object.url, pod.object.s3_endpoint) printed by
+// Benthos (covmirror-benthos echo) shows no user information, a password
+// or a token given as the user.
+func TestURLFieldsUserInformationIsScrubbed(t *testing.T) {
+	env := service.NewEnvironment()
+	if err := Register(env); err != nil {
+		t.Fatal(err)
+	}
+	for _, userinfo := range []string{"user:EchoPw7secret", "EchoTok7secret"} {
+		conf := map[string]any{"output": map[string]any{OutputName: map[string]any{
+			"batch_id": "1",
+			"output":   map[string]any{"drop": map[string]any{}},
+			"pod": map[string]any{"object": map[string]any{
+				"url": "s3://" + userinfo + "@bucket/prefix", "s3_endpoint": "https://" + userinfo + "@s3.example"}},
+			"sidecar": map[string]any{"address": "http://" + userinfo + "@127.0.0.1:9464"},
+		}}}
+		out, err := env.FullConfigSchema("", "").NewStreamConfigMarshaller().SetScrubSecrets(true).AnyToYAML(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "7secret") {
+			t.Errorf("user information %q is printed in the scrubbed configuration:\n%s", userinfo, out)
+		}
+	}
+}

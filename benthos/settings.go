@@ -27,6 +27,18 @@ const (
 	fieldSidecar = "sidecar"
 )
 
+// durableLint is pod.durable's lint: not one of the tiers. The value
+// given is repeated only when it is a short lowercase word (a misspelt
+// tier), never otherwise: Benthos' lint of an enum quotes it whatever it
+// is, a DSN written there by mistake with its password.
+var durableLint = fmt.Sprintf(`root = if ![%q, %q, %q].contains(this.string()) {
+  if this.string().re_match("^[a-z]{1,16}$") {
+    "pod.durable %%q is not one of %[1]s, %[2]s or %[3]s".format(this.string())
+  } else {
+    "pod.durable is not one of %[1]s, %[2]s or %[3]s (the value given is not repeated: it may be a credential)"
+  }
+}`, tier.Iceberg, tier.Object, tier.Postgres)
+
 // podField is the in-process pod's settings: the settings of `covmirror
 // serve`, each with serve's default.
 func podField() *service.ConfigField {
@@ -34,6 +46,9 @@ func podField() *service.ConfigField {
 		service.NewStringField("state").Default(tier.DefaultState).
 			Description("The state directory: the local tier, and the embedded catalog and warehouse when no catalog is configured (serve's `state`)."),
 		service.NewStringEnumField("durable", tier.Iceberg, tier.Object, tier.Postgres).Default(tier.Iceberg).
+			// Not Benthos' lint of an enum, which quotes the value given (a
+			// DSN written here by mistake, its password included).
+			LintRule(durableLint).
 			Description("The durable tier: `iceberg` (the coverage table in raw's catalog), `object` (a sink object per sink under `object.url`) or `postgres` (coverage rows in raw's PostgreSQL at `postgres.url`)."),
 		// Secret: a catalog's properties carry its credential, token and S3
 		// keys, scrubbed wherever Benthos prints a configuration.
@@ -43,8 +58,8 @@ func podField() *service.ConfigField {
 		service.NewStringField("table").Default(iceberg.DefaultTableName).Description("The coverage table's name."),
 		service.NewStringField("writer").Default("").Description("This process's name in the rows it writes; empty: the host name."),
 		service.NewObjectField("object",
-			service.NewStringField("url").Default("").Description("`s3://BUCKET/PREFIX` or `file:///DIR`; empty: a directory under `state`."),
-			service.NewStringField("s3_endpoint").Default("").Description("An S3-compatible store's endpoint; empty: AWS. Credentials come from the AWS environment."),
+			service.NewStringField("url").Default("").Secret().Description("`s3://BUCKET/PREFIX` or `file:///DIR`; empty: a directory under `state`. Scrubbed where Benthos prints a configuration, as every URL field of the plugins: a URL may carry user information."),
+			service.NewStringField("s3_endpoint").Default("").Secret().Description("An S3-compatible store's endpoint; empty: AWS. Credentials come from the AWS environment. Scrubbed where Benthos prints a configuration: a URL may carry user information."),
 			service.NewStringField("s3_region").Default("").Description("The S3 region; empty: the AWS environment's."),
 			service.NewBoolField("s3_force_path_style").Default(false).Description("Address buckets as endpoint/BUCKET."),
 			service.NewStringField("layout").Default("sinks").Description("How checkpoints are written: `sinks` (one object per sink under a compare-and-swap every pod meets) or `deltas` (one write-once object per checkpoint, folded by the fleet role)."),
@@ -72,7 +87,11 @@ func podField() *service.ConfigField {
 // sidecarField is a running pod's record API.
 func sidecarField() *service.ConfigField {
 	return service.NewObjectField(fieldSidecar,
-		service.NewStringField("address").Default("").Description("The record API's base URL or HOST:PORT, as `covmirror serve --addr` printed it."),
+		// Secret: a URL's user information (refused, but printed by
+		// echo before it is), scrubbed wherever Benthos prints a
+		// configuration; Benthos offers no scrubber of the user
+		// information alone for a field that may be HOST:PORT.
+		service.NewStringField("address").Default("").Secret().Description("The record API's base URL or HOST:PORT, as `covmirror serve --addr` printed it. Scrubbed where Benthos prints a configuration: a URL may carry user information."),
 		service.NewStringField("socket").Default("").Description("The record API's Unix socket (`covmirror serve --socket`)."),
 		service.NewStringField("token").Default("").Secret().Description("The bearer token of `covmirror serve --token-file`."),
 	).Description("A running pod (`covmirror serve`) to record into instead of a pod in this process: give `address` or `socket`; then `pod` is not used.")

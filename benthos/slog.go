@@ -59,3 +59,21 @@ func (h *slogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h *slogHandler) WithGroup(name string) slog.Handler {
 	return &slogHandler{l: h.l, attrs: h.attrs, group: h.group + name + "."}
 }
+
+// logger is Benthos' logger for the plugins' own lines, each redacted as
+// a whole: a line may quote a sink's error (a driver's DSN, a URL's
+// token) or a tier's.
+type logger struct{ l *service.Logger }
+
+func (g logger) Errorf(format string, a ...any) {
+	g.l.Error(redact.Text(fmt.Sprintf(format, a...), false))
+}
+func (g logger) Warnf(format string, a ...any) {
+	g.l.Warn(redact.Text(fmt.Sprintf(format, a...), false))
+}
+func (g logger) Infof(format string, a ...any) {
+	g.l.Info(redact.Text(fmt.Sprintf(format, a...), false))
+}
+func (g logger) Debugf(format string, a ...any) {
+	g.l.Debug(redact.Text(fmt.Sprintf(format, a...), false))
+}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // MetricsHandler serves m's metrics (GET /metrics) and nothing else; with
@@ -60,10 +63,14 @@ func MetricsHandler(m *Metrics, token string) http.Handler {
 
 // MetricsServer serves MetricsHandler(m, token), bounded like the
 // sidecar's server: a caller on the host holding idle or slow connections
-// open must not exhaust the job's descriptors.
-func MetricsServer(m *Metrics, token string) *http.Server {
-	return &http.Server{Handler: MetricsHandler(m, token), ReadHeaderTimeout: 10 * time.Second,
+// open must not exhaust the job's descriptors. What net/http logs (a
+// handler's panic with its value, a connection's failure) goes to logger,
+// redacted, never to the default log as it is.
+func MetricsServer(m *Metrics, token string, logger *slog.Logger) *http.Server {
+	srv := &http.Server{Handler: MetricsHandler(m, token), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+	srv.ErrorLog = redact.ErrorLog(logger, "reconcile: serving the metrics")
+	return srv
 }
 
 // loopbackName reports whether a Host header names this server without a

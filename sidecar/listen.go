@@ -44,10 +44,10 @@ func ListenAddr(s string) (string, error) {
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || strings.Trim(port, "0123456789") != "" {
-		return bad(fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+		return bad("the port is not a number from 0 to 65535")
 	}
 	if strings.ContainsAny(host, " \t/") {
-		return bad(fmt.Sprintf("host %q is not a host name or IP address", host))
+		return bad("the host is not a host name or IP address")
 	}
 	return net.JoinHostPort(host, strconv.FormatUint(n, 10)), nil
 }

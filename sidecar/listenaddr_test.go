@@ -2,7 +2,10 @@ package sidecar
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/covmirror/covmirror/internal/redact"
 )
 
 // TestListenAddr: every listening flag reads PORT (loopback), :PORT
@@ -30,5 +33,22 @@ func TestListenAddr(t *testing.T) {
 	defer ln.Close()
 	if _, err := ListenTCP("localhost", false, nil); !errors.Is(err, ErrListenAddr) {
 		t.Errorf("ListenTCP(\"localhost\"): %v; want ErrListenAddr", err)
+	}
+}
+
+// TestListenAddrErrorQuotesNoPartApart: the refusal quotes the address
+// given whole (which the redaction of a credential's shape then covers,
+// password: x, a DSN), never its port or host apart, where a credential's
+// tail would have no shape left to be told by.
+func TestListenAddrErrorQuotesNoPartApart(t *testing.T) {
+	const secret = "Lx7pSecretTail"
+	for _, in := range []string{"password: " + secret, "postgres://u:" + secret + "@h"} {
+		_, err := ListenAddr(in)
+		if !errors.Is(err, ErrListenAddr) {
+			t.Fatalf("ListenAddr(%q): %v; want ErrListenAddr", in, err)
+		}
+		if msg := redact.Error(err).Error(); strings.Contains(msg, secret[:6]) {
+			t.Errorf("ListenAddr(%q), redacted: %s", in, msg)
+		}
 	}
 }

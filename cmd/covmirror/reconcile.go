@@ -84,7 +84,7 @@ func runReconcile(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile --metrics-addr: %w", err)
 		}
-		srv := reconcile.MetricsServer(job.Metrics, token)
+		srv := reconcile.MetricsServer(job.Metrics, token, g.logger)
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Fprintf(g.stdout, "serving http://%s/metrics\n", ln.Addr())

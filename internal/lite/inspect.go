@@ -1,6 +1,7 @@
 package lite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/internal/redact"
 	"github.com/covmirror/covmirror/internal/token"
 	"github.com/covmirror/covmirror/local"
@@ -29,9 +31,10 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 		return err
 	}
 	var diag local.Diagnostics
+	var secrets []string // what an answer of --url may echo
 	if *diagURL != "" {
 		var err error
-		if diag, err = fetchDiagnostics(ctx, *diagURL, sh.Set.String("token-file")); err != nil {
+		if diag, secrets, err = fetchDiagnostics(ctx, *diagURL, sh.Set.String("token-file")); err != nil {
 			return err
 		}
 	} else {
@@ -52,17 +55,32 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 			return err
 		}
 	}
+	// What is printed is redacted whole: with --url an address that is not
+	// the pod may answer diagnostics echoing the request (its token, the
+	// URL's password) in any of their texts.
+	var out bytes.Buffer
 	if *asJSON {
-		enc := json.NewEncoder(sh.Stdout)
+		enc := json.NewEncoder(&out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diag)
+		if err := enc.Encode(diag); err != nil {
+			return err
+		}
+	} else {
+		printDiagnostics(&out, diag)
 	}
-	// The directory and the reference sink quoted: with --url they are a
-	// server's text, whose control characters would act on the terminal.
-	fmt.Fprintf(sh.Stdout, "local tier %q: %d destinations, %d batches pending in %d ranges, last checkpoint %d\n",
+	_, err := io.WriteString(sh.Stdout, redact.Text(out.String(), false, secrets...))
+	return err
+}
+
+// printDiagnostics prints diag as inspect's table. Every text is quoted
+// where it could hold a control character: with --url it is a server's
+// text, whose control characters would act on the terminal or forge a
+// line.
+func printDiagnostics(w io.Writer, diag local.Diagnostics) {
+	fmt.Fprintf(w, "local tier %q: %d destinations, %d batches pending in %d ranges, last checkpoint %d\n",
 		diag.Dir, len(diag.Destinations), diag.PendingBatches, diag.PendingRanges, diag.LastCheckpointID)
 	for _, d := range diag.Destinations {
-		fmt.Fprintf(sh.Stdout, "  %s: covered %v, gaps vs %q %v, pending %v\n", d.Destination, d.Covered, diag.Reference, d.Gaps, d.Pending)
+		fmt.Fprintf(w, "  %s: covered %v, gaps vs %q %v, pending %v\n", d.Destination, d.Covered, diag.Reference, d.Gaps, d.Pending)
 	}
 	// Gap states are decisions, never coverage: listed apart, the reason
 	// and who quoted (a pipeline's or an operator's text).
@@ -71,9 +89,8 @@ func Inspect(ctx context.Context, sh *Shell, localDir string, args []string) err
 		if st.Shipped {
 			shipped = "shipped"
 		}
-		fmt.Fprintf(sh.Stdout, "  state %s %s %v by %q at %s (%s): %q\n", st.State, st.Destination, st.Range, st.By, st.At.UTC().Format(time.RFC3339), shipped, st.Reason)
+		fmt.Fprintf(w, "  state %s %s %v by %q at %s (%s): %q\n", coverage.QuoteName(string(st.State)), st.Destination, st.Range, st.By, st.At.UTC().Format(time.RFC3339), shipped, st.Reason)
 	}
-	return nil
 }
 
 // inspectTimeout bounds a whole inspect --url exchange: the pod's server
@@ -93,20 +110,21 @@ const maxErrorAnswer = 4096
 // at rawURL, sending tokenFile's token if given. Nothing inspect prints of
 // the URL or of what the server answers carries the token or the URL's
 // password, whole or in part: every text is redacted (internal/redact)
-// before it is cut.
-func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diagnostics, error) {
+// before it is cut, and the secrets returned are those the caller's
+// printing of the diagnostics redacts.
+func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diagnostics, []string, error) {
 	var diag local.Diagnostics
 	where := redact.URL(rawURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err == nil && redact.StrayAt(rawURL) {
-		return diag, UsageError{fmt.Errorf("inspect: --url %s has an @ after its host: a password holding /, ? or # must have it percent-encoded (%%2F, %%3F, %%23), or the password is sent and printed as the URL's path", where)}
+		return diag, nil, UsageError{fmt.Errorf("inspect: --url %s has an @ after its host: a password holding /, ? or # must have it percent-encoded (%%2F, %%3F, %%23), or the password is sent and printed as the URL's path", where)}
 	}
 	if err != nil {
 		// url.Parse's error quotes the URL whole, its password included.
-		return diag, UsageError{fmt.Errorf("inspect: --url %s is not a URL: give the pod's http://HOST:PORT/debug/coverage (a %% in a password is written %%25)", where)}
+		return diag, nil, UsageError{fmt.Errorf("inspect: --url %s is not a URL: give the pod's http://HOST:PORT/debug/coverage (a %% in a password is written %%25)", where)}
 	}
 	if err := Authorize(req, tokenFile); err != nil {
-		return diag, err
+		return diag, nil, err
 	}
 	secrets := []string{strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")}
 	if pw, ok := req.URL.User.Password(); ok {
@@ -118,7 +136,7 @@ func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diag
 	client := &http.Client{Timeout: inspectTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
-		return diag, fmt.Errorf("inspect: %w", redact.Error(err, secrets...))
+		return diag, secrets, fmt.Errorf("inspect: %w", redact.Error(err, secrets...))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -131,19 +149,19 @@ func fetchDiagnostics(ctx context.Context, rawURL, tokenFile string) (local.Diag
 		if loc := resp.Header.Get("Location"); loc != "" {
 			text = fmt.Sprintf("a redirect to %q, not followed (it could carry the token elsewhere): give the pod's own address as --url", redact.URL(loc))
 		}
-		return diag, fmt.Errorf("inspect: %s answered %s: %s", where, redact.Status(resp.Status), text)
+		return diag, secrets, fmt.Errorf("inspect: %s answered %s: %s", where, redact.Status(resp.Status), text)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiagnosticsBody+1))
 	if err != nil {
-		return diag, fmt.Errorf("inspect: --url: reading %s: %w", where, redact.Error(err, secrets...))
+		return diag, secrets, fmt.Errorf("inspect: --url: reading %s: %w", where, redact.Error(err, secrets...))
 	}
 	if len(body) > maxDiagnosticsBody {
-		return diag, fmt.Errorf("inspect: %s answered larger than %d MiB, inspect's limit: is --url a pod's /debug/coverage?", where, maxDiagnosticsBody>>20)
+		return diag, secrets, fmt.Errorf("inspect: %s answered larger than %d MiB, inspect's limit: is --url a pod's /debug/coverage?", where, maxDiagnosticsBody>>20)
 	}
 	if err := json.Unmarshal(body, &diag); err != nil {
-		return diag, fmt.Errorf("inspect: decoding %s (is --url a pod's /debug/coverage?): %w", where, redact.Error(err, secrets...))
+		return diag, secrets, fmt.Errorf("inspect: decoding %s (is --url a pod's /debug/coverage?): %w", where, redact.Error(err, secrets...))
 	}
-	return diag, nil
+	return diag, secrets, nil
 }
 
 // ReadToken reads a token file; an unusable one is a usage error.

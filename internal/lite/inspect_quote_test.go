@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/covmirror/covmirror/coverage"
+	"github.com/covmirror/covmirror/gapstate"
 	"github.com/covmirror/covmirror/local"
 )
 
@@ -30,6 +31,9 @@ func TestInspectURLQuotesWhatTheServerSent(t *testing.T) {
 		{"error answer", http.StatusBadRequest, hostile},
 		{"diagnostics", http.StatusOK, mustJSON(t, local.Diagnostics{Dir: hostile, Reference: hostile,
 			Destinations: []local.DestinationDiagnostics{{Destination: coverage.Destination{Sink: "lake", Topic: hostile}}}})},
+		{"states", http.StatusOK, mustJSON(t, local.Diagnostics{Dir: "d", Reference: "raw",
+			States: []local.StateDiagnostics{{Event: gapstate.Event{ID: "x", Destination: coverage.Destination{Sink: "lake", Topic: "t"},
+				Range: coverage.Range{Start: 0, End: 1}, State: gapstate.State(hostile), Reason: hostile, By: hostile}}}})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,34 @@ func Text(s string, cut bool, secrets ...string) string {
 	return s
 }
 
+// Secrets are the credentials in s that Text finds by their shape (a
+// URL's user information and its password, a key's value, a bearer token,
+// an Authorization value), each of at least MinSecret bytes: for a caller
+// that redacts an error quoting a part of s apart from the rest (a parser
+// quoting a port, a setting's value cut at a colon), where the part alone
+// has no shape, to give to Text or Error as secrets.
+func Secrets(s string) []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= MinSecret && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	for _, sh := range shapes {
+		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {
+			v := strings.TrimSuffix(s[m[3]:m[1]], "@")
+			add(strings.Trim(v, "'"))
+			if _, after, ok := strings.Cut(v, ":"); ok {
+				add(after) // a password apart from its user
+			}
+			if f := strings.Fields(v); len(f) > 1 {
+				add(f[len(f)-1]) // an Authorization value apart from its scheme
+			}
+		}
+	}
+	return out
+}
+
 // known are the secrets Remember was given.
 var known struct {
 	sync.RWMutex

@@ -28,5 +28,8 @@
 // a word (pa#ss) is literal too.
 //
 // Secret settings (a database URL) are printed redacted: their default in
-// the usage text, and a refused value in an error (Redact).
+// the usage text, and a refused value in an error (Redact). A file's line
+// that is not key = value, or whose text before = has no key's shape (a
+// credential pasted whole, with an = of its own), is named by its number
+// only.
 package settings

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -110,6 +111,10 @@ func LoadShared(path string, table []Setting, others []string) (*File, error) {
 			f.values[k] = v
 		case foreign[k], dotted && name != "" && foreignMaps[prefix]:
 			// the other binary's: it checks the value
+		case !keyShape.MatchString(k):
+			// Not quoted either: a credential pasted whole may hold an =
+			// of its own (base64's padding, a URL's query).
+			return nil, fmt.Errorf("%s:%d: the text before = is not a key (not shown: it may hold a credential): %s", path, n, keyList(known, entries, others))
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown key %q: %s", path, n, k, keyList(known, entries, others))
 		}
@@ -119,6 +124,11 @@ func LoadShared(path string, table []Setting, others []string) (*File, error) {
 	}
 	return f, nil
 }
+
+// keyShape is a key as the tables spell them: lowercase words of letters
+// and digits joined by ., - or _, none longer than 20 characters (a
+// token is one long word). An unknown key of another shape is not shown.
+var keyShape = regexp.MustCompile(`^[a-z][a-z0-9]{0,19}(?:[._-][a-z0-9*]{1,20})*$`)
 
 // keyList names the keys a file may hold: the table's scalars, its Maps'
 // entries, and the keys of another binary that reads it too.

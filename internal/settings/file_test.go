@@ -74,3 +74,44 @@ func TestLoadNeverEchoesALineWithoutEquals(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadNeverEchoesAnUnknownKeyThatIsNoKey: a pasted credential may
+// hold an = of its own (base64's padding, a DSN's or a URL's parameters),
+// so that the text before it is read as a key: the refusal shows an
+// unknown key only when it has a key's shape (lowercase words joined by
+// ., - or _), and names the line by its number otherwise. A misspelt key
+// is still shown.
+func TestLoadNeverEchoesAnUnknownKeyThatIsNoKey(t *testing.T) {
+	const secret = "Zq81fa77SecretValue"
+	table := []Setting{{Key: "state"}, {Key: "postgres.url", Kind: Secret}, {Key: "sync", Kind: Bool}}
+	for _, line := range []string{
+		secret + "==",
+		"wJalrXUtnFEMI/K7MDENG+" + secret + "=",
+		"postgres://u:" + secret + "@db/lake?sslmode=require",
+		"host=db user=u password=" + secret,
+		"Bearer " + secret + "=",
+		"aws_secret_access_key " + secret + "=x",
+		strings.ToLower(secret) + "x7k2m9q4w8e1r5t3y6u0=",
+	} {
+		path := filepath.Join(t.TempDir(), "c.conf")
+		if err := os.WriteFile(path, []byte("state = /srv/x\n"+line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path, table)
+		if err == nil {
+			t.Fatalf("%q was taken", line)
+		}
+		if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(secret[:8])) || !strings.Contains(err.Error(), "c.conf:2:") {
+			t.Errorf("line %q: %v", line, err)
+		}
+	}
+	for _, key := range []string{"stat", "postgres.uri", "object.s3_region", "catalog.x-auth"} {
+		path := filepath.Join(t.TempDir(), "c.conf")
+		if err := os.WriteFile(path, []byte(key+" = v\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path, table); err == nil || !strings.Contains(err.Error(), `unknown key "`+key+`"`) {
+			t.Errorf("misspelt key %q: %v; want it named", key, err)
+		}
+	}
+}
