@@ -87,6 +87,10 @@ func shown(cells []string) []string {
 	return cells
 }
 
+// TimeLayout is how the text and CSV forms print a time: UTC, RFC 3339 with
+// exactly six fractional digits.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
 // cells formats a row's values as text.
 func cells(row []any) []string {
 	out := make([]string, len(row))
@@ -97,7 +101,9 @@ func cells(row []any) []string {
 		case string:
 			out[i] = v
 		case time.Time:
-			out[i] = v.UTC().Format(time.RFC3339Nano)
+			// Microseconds always (the engines' precision), so a column of
+			// times lines up and sorts as text.
+			out[i] = v.UTC().Format(TimeLayout)
 		case int64:
 			out[i] = strconv.FormatInt(v, 10)
 		default:
