@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
 
 // TestChildErrorsAreLoggedRedacted: a sink's output failing with an error
@@ -25,7 +27,7 @@ func TestChildErrorsAreLoggedRedacted(t *testing.T) {
 		if err := b.SetYAML(stream(t, generate(1, 1), out)); err != nil {
 			t.Fatal(err)
 		}
-		logs := new(syncBuffer)
+		logs := new(logtest.Buffer)
 		b.SetLogger(slog.New(slog.NewTextHandler(logs, nil)))
 		s, err := b.Build()
 		if err != nil {

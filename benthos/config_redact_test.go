@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/covmirror/covmirror/internal/testseed"
@@ -109,7 +111,7 @@ func TestConfigErrorsNeverEchoACredential(t *testing.T) {
 				lints, err := lint(lintYAML)
 				fmt.Fprintln(&said, lints, err)
 				b := e.NewStreamBuilder()
-				logs := new(syncBuffer)
+				logs := new(logtest.Buffer)
 				b.SetLogger(slog.New(slog.NewTextHandler(logs, nil)))
 				if err := b.SetYAML(stream(t, input, output)); err != nil {
 					fmt.Fprintln(&said, err)

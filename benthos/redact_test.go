@@ -8,28 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
-
-// syncBuffer is a log written by the stream's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestConnectErrorNeverLogsACatalogsHeaderValue: a pod whose REST catalog
 // opens and then echoes its requests' headers in every error: the output's
@@ -55,7 +38,7 @@ func TestConnectErrorNeverLogsACatalogsHeaderValue(t *testing.T) {
 	if err := b.SetYAML(yaml); err != nil {
 		t.Fatal(err)
 	}
-	logs := new(syncBuffer)
+	logs := new(logtest.Buffer)
 	b.SetLogger(slog.New(slog.NewTextHandler(logs, nil)))
 	s, err := b.Build()
 	if err != nil {

@@ -1,33 +1,15 @@
 package reconcile
 
 import (
-	"bytes"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
-
-// lockedBuffer is a log written by the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestMetricsServerLogsAPanicRedacted: a handler's panic, which net/http
 // logs with its value and the stack, goes to the job's logger redacted,
@@ -35,7 +17,7 @@ func (l *lockedBuffer) String() string {
 // password).
 func TestMetricsServerLogsAPanicRedacted(t *testing.T) {
 	const secret = "PanicPw9secret"
-	var logs, std lockedBuffer
+	var logs, std logtest.Buffer
 	was := log.Writer()
 	log.SetOutput(&std)
 	defer log.SetOutput(was)

@@ -1,31 +1,13 @@
 package sidecar
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
-
-// lockedBuffer is a log's buffer written by the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestHandlerPanicIsLoggedRedacted: a handler's panic, which net/http
 // recovers and logs with its value (here a driver's error quoting a DSN),
@@ -33,7 +15,7 @@ func (l *lockedBuffer) String() string {
 // as it is.
 func TestHandlerPanicIsLoggedRedacted(t *testing.T) {
 	const secret = "Pq7zPanicPassword"
-	logs := new(lockedBuffer)
+	logs := new(logtest.Buffer)
 	lp := newLivePod(t, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		o.Extra["GET /v1/map"] = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {

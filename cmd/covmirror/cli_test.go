@@ -11,9 +11,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -127,24 +128,6 @@ func shellWords(t *testing.T, line string) []string {
 	return words
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestCompactScheduleStopsOnCancel runs compact --every until its context
 // is cancelled, as SIGTERM does, and expects a clean stop and one JSON line
 // per run.
@@ -157,7 +140,7 @@ func TestCompactScheduleStopsOnCancel(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out logtest.Buffer
 	done := make(chan error)
 	go func() { done <- Run(ctx, append(global, "compact", "--every", "20ms", "--json"), &out, io.Discard) }()
 	for deadline := time.Now().Add(2 * time.Minute); strings.Count(out.String(), "\n") < 3 && time.Now().Before(deadline); {
@@ -185,7 +168,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out logtest.Buffer
 	done := make(chan error)
 	go func() {
 		done <- Run(ctx, append(global, "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--interval", "1h"), &out, io.Discard)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"github.com/covmirror/covmirror/coverage"
 	"github.com/covmirror/covmirror/iceberg"
 	"github.com/covmirror/covmirror/internal/tabletest"
@@ -29,10 +31,10 @@ func TestCompactFailures(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr logtest.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, []string{"--state", state, "--writer", "test", "compact", "--every", "20ms"}, &lockedBuffer{}, &stderr)
+		done <- Run(ctx, []string{"--state", state, "--writer", "test", "compact", "--every", "20ms"}, &logtest.Buffer{}, &stderr)
 	}()
 	const want = 3
 	for deadline := time.Now().Add(2 * time.Minute); strings.Count(stderr.String(), "level=ERROR") < want && time.Now().Before(deadline); {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
 
 // TestReconcileEveryRefusesASinkWithoutAChecker: --sink naming a sink with
@@ -50,7 +52,7 @@ func TestReconcileEveryExportsEverySinksFailuresFromTheStart(t *testing.T) {
 	defer sink.Close()
 	defer close(release)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out logtest.Buffer
 	done := make(chan error)
 	go func() {
 		done <- Run(ctx, append(slices.Clone(e.global), "reconcile", "--checker", "h.kind=http", "--checker", "h.url="+sink.URL+"/{topic}/{partition}/{start}/{end}",

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/covmirror/covmirror/internal/catalogtest"
@@ -202,7 +204,7 @@ func TestReconcileScheduledMetrics(t *testing.T) {
 	}
 	e.exec(t, "DELETE FROM "+e.table+" WHERE batch_id IN (2, 3)")
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out logtest.Buffer
 	done := make(chan error)
 	go func() {
 		done <- Run(ctx, append(slices.Clone(e.global), "reconcile", "--every", "1h", "--metrics-addr", "127.0.0.1:0"), &out, io.Discard)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/covmirror/covmirror/internal/logtest"
 )
 
 // run runs a command line on state, returning stdout, stderr and the error.
@@ -233,7 +235,7 @@ func TestServeLogsAFailedCheckpoint(t *testing.T) {
 	mustRun(t, state, "record", "--sink", "raw", "--topic", "t", "--range", "5:9")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errOut lockedBuffer
+	var errOut logtest.Buffer
 	done := make(chan error)
 	go func() {
 		done <- Run(ctx, []string{"--state", state, "--writer", "test", "--log-format", "json", "serve", "--addr", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--interval", "50ms"}, io.Discard, &errOut)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"github.com/covmirror/covmirror/internal/childproc"
 	"github.com/covmirror/covmirror/sidecar"
 )
@@ -37,7 +39,7 @@ type servePod struct {
 	cmd    *exec.Cmd
 	addr   string // host:port
 	socket string
-	stderr *lockedBuffer
+	stderr *logtest.Buffer
 }
 
 func startServe(t *testing.T, bin, state string, extra ...string) *servePod {
@@ -50,7 +52,7 @@ func startServe(t *testing.T, bin, state string, extra ...string) *servePod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &servePod{cmd: cmd, socket: socket, stderr: &lockedBuffer{}}
+	p := &servePod{cmd: cmd, socket: socket, stderr: &logtest.Buffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -254,9 +256,9 @@ func TestServeProcessRecordAPI(t *testing.T) {
 // empty one; with a good token file it serves, and never prints the token.
 func TestServeNeedsATokenOffLoopback(t *testing.T) {
 	dir := t.TempDir()
-	serve := func(extra ...string) (*lockedBuffer, *lockedBuffer, error) {
+	serve := func(extra ...string) (*logtest.Buffer, *logtest.Buffer, error) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out, errOut lockedBuffer
+		var out, errOut logtest.Buffer
 		done := make(chan error, 1)
 		go func() {
 			done <- Run(ctx, append([]string{"--state", t.TempDir(), "--writer", "test", "serve", "--addr", "0.0.0.0:0", "--metrics-listen", "127.0.0.1:0", "--interval", "1h"}, extra...), &out, &errOut)

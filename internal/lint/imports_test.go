@@ -29,6 +29,7 @@ var testOnly = []string{
 	"internal/fleetbench",
 	"internal/fleetsim",
 	"internal/gapspec",
+	"internal/logtest",
 	"internal/pipelinetest",
 	"internal/podtest",
 	"internal/scale",

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"github.com/covmirror/covmirror/internal/childproc"
 )
 
@@ -32,24 +34,6 @@ func buildCovmirror(t *testing.T) string {
 	return bin
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process's output and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveProc is `covmirror serve` on one --state, started, SIGKILLed and
 // restarted by the test. addr is empty while it is down: a record call
 // then fails and is dropped, as a pipeline drops it (a lag).
@@ -59,7 +43,7 @@ type serveProc struct {
 	mu         sync.Mutex // guards cmd
 	cmd        *exec.Cmd
 	addr       atomic.Pointer[string]
-	stderr     lockedBuffer
+	stderr     logtest.Buffer
 	client     *http.Client
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/covmirror/covmirror/internal/logtest"
+
 	"github.com/covmirror/covmirror/internal/catalogtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,7 +95,7 @@ type redisProc struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
-	log  lockedBuffer
+	log  logtest.Buffer
 }
 
 func startRedis(t *testing.T) *redisProc {
