@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // The named sinks: the sinks a pipeline is known to write a topic to,
@@ -60,7 +61,7 @@ func ParseSinks(v string) ([]string, error) {
 	var sinks []string
 	for _, name := range strings.Split(v, ",") {
 		if err := validSinkName(name); err != nil {
-			return nil, fmt.Errorf("%q: %w: give sink names separated by commas", v, err)
+			return nil, fmt.Errorf("%s: %w: give sink names separated by commas", quoteValue(v), err)
 		}
 		sinks = append(sinks, name)
 	}
@@ -79,10 +80,10 @@ var ErrTopicSinksSyntax = errors.New("not TOPIC=SINK,SINK")
 func ParseTopicSinks(v string) (topic string, sinks []string, err error) {
 	topic, list, ok := strings.Cut(v, "=")
 	if !ok {
-		return "", nil, fmt.Errorf("%q: %w (TOPIC= for none)", v, ErrTopicSinksSyntax)
+		return "", nil, fmt.Errorf("%s: %w (TOPIC= for none)", quoteValue(v), ErrTopicSinksSyntax)
 	}
 	if err := (Destination{Sink: "s", Topic: topic}).Validate(); err != nil {
-		return "", nil, fmt.Errorf("%q: %w: give TOPIC=SINK,SINK", v, err)
+		return "", nil, fmt.Errorf("%s: %w: give TOPIC=SINK,SINK", quoteValue(v), err)
 	}
 	sinks = []string{}
 	if list != "" {
@@ -106,4 +107,23 @@ func AddTopicSinks(m map[string][]string, v string) error {
 	}
 	m[topic] = sinks
 	return nil
+}
+
+// maxQuotedValue bounds how much of a value an error quotes: a list may
+// come from a request (the record API's topic-sinks=), and its error must
+// not echo megabytes back. The name at fault is quoted by its own error,
+// and names are at most MaxNameLen bytes.
+const maxQuotedValue = 100
+
+// quoteValue quotes v (%q), its first maxQuotedValue bytes (cut at a
+// rune's start) and "..." when longer.
+func quoteValue(v string) string {
+	if len(v) <= maxQuotedValue {
+		return fmt.Sprintf("%q", v)
+	}
+	n := maxQuotedValue
+	for n > maxQuotedValue-utf8.UTFMax && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return fmt.Sprintf("%q...", v[:n])
 }

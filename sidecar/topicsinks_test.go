@@ -72,3 +72,19 @@ func TestTopicSinksOverTheAPI(t *testing.T) {
 		t.Errorf("no =: %d %s, want 400", a.code, a.raw)
 	}
 }
+
+// TestHugeTopicSinksValueIsNotEchoed: a hostile topic-sinks= value of
+// 60 KB is a 400 whose body quotes a bounded part of it, as sinks= is:
+// the error does not echo the whole value back (nor into the log).
+func TestHugeTopicSinksValueIsNotEchoed(t *testing.T) {
+	p := newPod(t, nil)
+	big := strings.Repeat("a", 60000)
+	for _, v := range []string{"orders=" + big, big + "=lake", "orders=lake," + big, "orders=lake,l\x01" + big, "orders=lake,,", big} {
+		for _, path := range []string{"/v1/gaps", "/v1/plan"} {
+			a := p.do(t, "GET", path+"?topic-sinks="+url.QueryEscape(v), "", nil)
+			if a.code != 400 || len(a.raw) > 4096 {
+				t.Errorf("%s with a %d-byte topic-sinks=: %d, %d bytes of body, want 400 under 4096 bytes: %.300s", path, len(v), a.code, len(a.raw), a.raw)
+			}
+		}
+	}
+}

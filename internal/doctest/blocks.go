@@ -36,6 +36,8 @@ func Parse(page, text string) ([]Block, error) {
 			open = nil
 		case open != nil:
 			open.Text += line + "\n"
+		case hiddenFence(line):
+			return nil, fmt.Errorf("%s:%d: a fence opens with ``` at the line's start: an indented or ~~~ fence is code Markdown shows but the doc test would not run", page, n)
 		case strings.HasPrefix(line, "```"):
 			open = &Block{Page: page, Line: n, Lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), Marker: marker}
 			marker = ""
@@ -62,6 +64,17 @@ func Parse(page, text string) ([]Block, error) {
 		return nil, fmt.Errorf("%s:%d: a doctest marker with no fence after it", page, markerLine)
 	}
 	return blocks, nil
+}
+
+// hiddenFence reports whether line opens a fence Markdown renders (up to
+// three spaces of indent, ``` or ~~~) that Parse's ``` at the line's start
+// would not see.
+func hiddenFence(line string) bool {
+	trimmed := strings.TrimLeft(line, " ")
+	if len(line)-len(trimmed) > 3 {
+		return false
+	}
+	return strings.HasPrefix(trimmed, "~~~") || (trimmed != line && strings.HasPrefix(trimmed, "```"))
 }
 
 // Commands returns a command block's commands: its lines with a trailing
