@@ -84,7 +84,7 @@ _SHAPES = [
     (re.compile(r'(?i)(authorization"?\s*[:=]\s*"?)[^\r\n"]*'), r"\g<1>" + _MARK),
     (re.compile(r"""(?i)(\bbearer\s+)[^\s"',;]+"""), r"\g<1>" + _MARK),
     (re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]*://)[^\s"<>]*@"""), r"\g<1>" + _MARK + "@"),
-    (re.compile(r"""(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>" + _MARK),
+    (re.compile(r"""(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*)(?:(")(?:[^"\\\r\n]|\\.)*"?|'(?:[^'\\]|\\.)*'|[^\s"',;&]+)"""), r"\g<1>\g<2>" + _MARK + r"\g<2>"),
 ]
 _OPEN_AUTHORITY = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s"<>@]*$""")
 

@@ -37,7 +37,10 @@ var shapes = []struct {
 	// A key naming a credential, "key" after it or not (secret-key,
 	// private_key), and a presigned URL's signature, a credential until
 	// it expires.
-	{regexp.MustCompile(`(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*"?)(?:'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}" + Mark},
+	// A value in double quotes is replaced to its closing quote (a
+	// passphrase's spaces, a JSON-escaped \" included), or to the end of
+	// its line in a text cut before it; the quotes ($2) are kept.
+	{regexp.MustCompile(`(?i)((?:(?:password|passwd|pwd|token|secret|credentials?|signature|\bsig)(?:[-_.]?key)?|(?:access|api|private)[-_.]?key)"?\s*[:=]\s*)(?:(")(?:[^"\\\r\n]|\\.)*"?|'(?:[^'\\]|\\.)*'|[^\s"',;&]+)`), "${1}${2}" + Mark + "${2}"},
 }
 
 // Text is s with every credential in it replaced by Mark: each of secrets
@@ -79,6 +82,7 @@ func Secrets(s string) []string {
 	for _, sh := range shapes {
 		for _, m := range sh.re.FindAllStringSubmatchIndex(s, -1) {
 			v := strings.TrimSuffix(s[m[3]:m[1]], "@")
+			v = strings.TrimPrefix(strings.TrimSuffix(v, `"`), `"`)
 			add(strings.Trim(v, "'"))
 			if _, after, ok := strings.Cut(v, ":"); ok {
 				add(after) // a password apart from its user

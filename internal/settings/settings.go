@@ -301,8 +301,10 @@ func (v *value) parse(raw string) error {
 		}
 	case List:
 		// Outside a flag, empty items (a trailing comma in a file or a
-		// variable) are skipped, as they always were; the rest are checked.
-		if items := SplitList(raw); len(items) > 0 {
+		// variable) are skipped, as they always were; the rest are the
+		// parser's as the flag gives them, exact bytes: " search" after a
+		// comma is the name " search" in a file or a variable too.
+		if items := slices.DeleteFunc(strings.Split(raw, ","), func(s string) bool { return s == "" }); len(items) > 0 {
 			v.list, err = v.s.parseList(strings.Join(items, ","))
 		}
 		return err

@@ -388,3 +388,25 @@ class _TrickleHandler(http.server.BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QuotedValueTest(unittest.TestCase):
+    def test_quoted_value_whole(self):
+        """A credential's value in double quotes is replaced to its closing
+        quote (spaces and escaped quotes included), or to the end of its
+        line in a text cut before it, as the Go redaction does."""
+        r = random.Random(SEED)
+        word = lambda: "".join(r.choice(_ALPHABET) for _ in range(6 + r.randrange(6)))
+        for _ in range(500):
+            words = [word(), word(), word()]
+            value = " ".join(words) if r.randrange(2) else words[0] + ' \\"' + words[1] + '\\" ' + words[2]
+            key = r.choice(['"password"', "password", '"token"', "client_secret", '"private_key"', "api-key"])
+            text = '{"user": "u", ' + key + r.choice([": ", ":", " = ", "="]) + '"' + value + '", "host": "h"}'
+            cut = r.randrange(3) == 0
+            if cut:
+                text = text[:text.index(words[2]) + len(words[2])]
+            got = cm._redact(text, (), cut)
+            for w in words:
+                self.assertNotIn(w, got, "seed %d: %r" % (SEED, text))
+            if not cut:
+                self.assertIn('"host": "h"', got, "seed %d: %r" % (SEED, text))
