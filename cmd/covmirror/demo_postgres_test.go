@@ -44,7 +44,7 @@ func TestDemoPostgres(t *testing.T) {
 	})
 	_, afterRecovery, _ := strings.Cut(text, "\n5. ")
 	if !strings.Contains(text, "Verdict") || !strings.Contains(afterRecovery, "(no rows)") ||
-		!strings.Contains(text, "--durable postgres --postgres-url URL --postgres-schema "+schema) {
+		!strings.Contains(text, " --durable postgres --postgres-url ") || !strings.Contains(text, " --postgres-schema "+schema+" gaps\n") {
 		t.Fatalf("no verdict, gaps left, or no way to look:\n%s", text)
 	}
 	table := demoText(t, t.TempDir(), "3")
